@@ -1,0 +1,409 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// MaxProfileNameLength bounds metadata.name so that every object derived from it,
+// "<name>-scheduler" and "<name>-config-<10-character hash>", stays a valid DNS-1123 label
+// and label value (63 characters).
+const MaxProfileNameLength = 40
+
+// DefaultSchedulerName is the scheduler name of the cluster's own kube-scheduler; a profile may never claim it.
+const DefaultSchedulerName = "default-scheduler"
+
+// SchedulerProfile is a kube-scheduler profile that the operator validates and runs as its own
+// scheduler Deployment. Pods choose it with spec.schedulerName.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=sp,categories=scheduling
+// +kubebuilder:printcolumn:name="Scheduler",type=string,JSONPath=`.status.schedulerName`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigValid")].status`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters so that the names derived from it stay valid"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (lower case letters, digits and '-'), because it is the default schedulerName"
+// +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.schedulerName)) || self.metadata.name != 'default-scheduler'",message="a profile named default-scheduler must set spec.schedulerName to another name: default-scheduler belongs to the cluster's own scheduler"
+type SchedulerProfile struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the object's metadata. The name must be a DNS-1123 label of at most 40 characters;
+	// it names the scheduler's Deployment ("<name>-scheduler") and ConfigMaps ("<name>-config-<hash>").
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the scheduling profile and how its scheduler runs.
+	// +optional
+	Spec SchedulerProfileSpec `json:"spec,omitempty"`
+
+	// status is what the operator observed when it last reconciled this profile.
+	// +optional
+	Status SchedulerProfileStatus `json:"status,omitempty"`
+}
+
+// SchedulerProfileSpec is one kube-scheduler profile (the fields of KubeSchedulerProfile and the
+// extenders of KubeSchedulerConfiguration, kubescheduler.config.k8s.io/v1) plus how its scheduler runs.
+type SchedulerProfileSpec struct {
+	// schedulerName is the name that pods set in spec.schedulerName to be scheduled by this profile.
+	// Defaults to metadata.name. It must be a DNS-1123 label, must not be "default-scheduler", and must
+	// not be claimed by another SchedulerProfile (the older profile keeps it). The scheduler's
+	// leader-election lease is named after it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'default-scheduler'",message="schedulerName must not be default-scheduler: that name belongs to the cluster's own scheduler"
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// percentageOfNodesToScore is the percentage of all nodes that, once found feasible for a pod,
+	// stops the search for more feasible nodes. 0 or unset uses the scheduler's adaptive default
+	// (5%-50% depending on cluster size).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	PercentageOfNodesToScore *int32 `json:"percentageOfNodesToScore,omitempty"`
+
+	// plugins enables and disables plugins per extension point, exactly as in KubeSchedulerProfile.
+	// An extension point that is not set keeps the default plugins. Plugin names are checked against
+	// the plugins compiled into the managed scheduler; an unknown name makes the profile invalid.
+	// +optional
+	Plugins *Plugins `json:"plugins,omitempty"`
+
+	// pluginConfig gives arguments to plugins, exactly as in KubeSchedulerProfile: the args of plugin
+	// "X" are decoded strictly as kind "XArgs", so an unknown field makes the profile invalid.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	PluginConfig []PluginConfig `json:"pluginConfig,omitempty"`
+
+	// extenders are HTTP scheduler extenders called by this scheduler, exactly as in
+	// KubeSchedulerConfiguration.extenders. At most one of them may bind.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Extenders []Extender `json:"extenders,omitempty"`
+
+	// scheduler sets how the managed scheduler Deployment runs. The image is not configurable here:
+	// it is the operator's scheduler image, so that a profile author cannot run other code with the
+	// scheduler's cluster-wide permissions.
+	// +optional
+	Scheduler SchedulerSettings `json:"scheduler,omitempty"`
+}
+
+// Plugins lists the plugins to enable or disable at each extension point of the scheduling framework,
+// with the field names of KubeSchedulerProfile.plugins (kubescheduler.config.k8s.io/v1).
+type Plugins struct {
+	// preEnqueue plugins run before a pod is added to the active scheduling queue.
+	// +optional
+	PreEnqueue PluginSet `json:"preEnqueue,omitempty"`
+
+	// queueSort plugins order the scheduling queue. At most one may be enabled.
+	// +optional
+	QueueSort PluginSet `json:"queueSort,omitempty"`
+
+	// preFilter plugins run at the PreFilter extension point, once per scheduling cycle.
+	// +optional
+	PreFilter PluginSet `json:"preFilter,omitempty"`
+
+	// filter plugins remove nodes that cannot run the pod.
+	// +optional
+	Filter PluginSet `json:"filter,omitempty"`
+
+	// postFilter plugins run only when no node is feasible (for example preemption).
+	// +optional
+	PostFilter PluginSet `json:"postFilter,omitempty"`
+
+	// preScore plugins run before scoring.
+	// +optional
+	PreScore PluginSet `json:"preScore,omitempty"`
+
+	// score plugins rank the feasible nodes; their weight multiplies their score.
+	// +optional
+	Score PluginSet `json:"score,omitempty"`
+
+	// reserve plugins reserve and unreserve resources once a node is chosen.
+	// +optional
+	Reserve PluginSet `json:"reserve,omitempty"`
+
+	// permit plugins can approve, deny or delay the binding of a pod.
+	// +optional
+	Permit PluginSet `json:"permit,omitempty"`
+
+	// preBind plugins run before a pod is bound.
+	// +optional
+	PreBind PluginSet `json:"preBind,omitempty"`
+
+	// bind plugins bind the pod to its node; the first that succeeds ends the list.
+	// +optional
+	Bind PluginSet `json:"bind,omitempty"`
+
+	// postBind plugins run after a pod is bound.
+	// +optional
+	PostBind PluginSet `json:"postBind,omitempty"`
+
+	// multiPoint enables or disables a plugin at every extension point it implements. A specific
+	// extension point takes precedence over multiPoint, which takes precedence over the defaults;
+	// disabling "*" here turns off every default plugin.
+	// +optional
+	MultiPoint PluginSet `json:"multiPoint,omitempty"`
+
+	// placementGenerate plugins determine placements for a pod group during a pod group scheduling cycle.
+	// +optional
+	PlacementGenerate PluginSet `json:"placementGenerate,omitempty"`
+
+	// placementScore plugins rank pod group placements; their weight multiplies their score.
+	// +optional
+	PlacementScore PluginSet `json:"placementScore,omitempty"`
+
+	// podGroupPostFilter plugins run when a pod group cannot be scheduled (PostFilter for pod groups).
+	// +optional
+	PodGroupPostFilter PluginSet `json:"podGroupPostFilter,omitempty"`
+}
+
+// PluginSet is the list of plugins enabled and disabled at one extension point.
+type PluginSet struct {
+	// enabled plugins run in addition to the default ones, after them and in this order.
+	// Enabling a default plugin again overrides its weight.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Enabled []Plugin `json:"enabled,omitempty"`
+
+	// disabled plugins are default plugins that do not run at this extension point.
+	// A single entry "*" disables every default plugin.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Disabled []Plugin `json:"disabled,omitempty"`
+}
+
+// Plugin names a plugin and, for score plugins, its weight.
+type Plugin struct {
+	// name of the plugin, for example "NodeResourcesFit", or "*" in a disabled list.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// weight multiplies the plugin's node score (Score and PlacementScore plugins only).
+	// 0 or unset means the default weight (1). Between 0 and 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Weight *int32 `json:"weight,omitempty"`
+}
+
+// PluginConfig holds the arguments of one plugin.
+type PluginConfig struct {
+	// name of the plugin the arguments are for.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name"`
+
+	// args are the plugin's arguments, the fields of its "<name>Args" kind
+	// (for example NodeResourcesFitArgs). apiVersion and kind may be left out.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Args runtime.RawExtension `json:"args,omitempty"`
+}
+
+// Extender is an HTTP scheduler extender, with the fields of KubeSchedulerConfiguration.extenders.
+// +kubebuilder:validation:XValidation:rule="!has(self.prioritizeVerb) || size(self.prioritizeVerb) == 0 || (has(self.weight) && self.weight > 0)",message="weight must be positive when prioritizeVerb is set"
+type Extender struct {
+	// urlPrefix is the http or https URL at which the extender serves; verbs are appended to it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="urlPrefix must be an http:// or https:// URL"
+	URLPrefix string `json:"urlPrefix"`
+
+	// filterVerb is appended to urlPrefix for the filter call; empty if the extender does not filter.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	FilterVerb string `json:"filterVerb,omitempty"`
+
+	// preemptVerb is appended to urlPrefix for the preempt call; empty if not supported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	PreemptVerb string `json:"preemptVerb,omitempty"`
+
+	// prioritizeVerb is appended to urlPrefix for the prioritize call; empty if not supported.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	PrioritizeVerb string `json:"prioritizeVerb,omitempty"`
+
+	// weight multiplies the node scores of the prioritize call; it must be positive when
+	// prioritizeVerb is set.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Weight int64 `json:"weight,omitempty"`
+
+	// bindVerb is appended to urlPrefix for the bind call; empty if not supported. An extender that
+	// binds is responsible for binding the pod, and only one extender may bind.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	BindVerb string `json:"bindVerb,omitempty"`
+
+	// enableHTTPS makes the scheduler call the extender over https.
+	// +optional
+	EnableHTTPS bool `json:"enableHTTPS,omitempty"`
+
+	// tlsConfig is the TLS configuration of the connection to the extender.
+	// +optional
+	TLSConfig *ExtenderTLSConfig `json:"tlsConfig,omitempty"`
+
+	// httpTimeout is the timeout of one call to the extender, for example "5s". A filter timeout
+	// fails the pod's scheduling attempt; a prioritize timeout is ignored.
+	// +optional
+	HTTPTimeout metav1.Duration `json:"httpTimeout,omitempty"`
+
+	// nodeCacheCapable means the extender caches node information, so the scheduler sends only
+	// node names.
+	// +optional
+	NodeCacheCapable bool `json:"nodeCacheCapable,omitempty"`
+
+	// managedResources are the extended resources this extender manages. If set, only pods that
+	// request one of them are sent to the extender.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	ManagedResources []ExtenderManagedResource `json:"managedResources,omitempty"`
+
+	// ignorable means scheduling does not fail when the extender errors or is unreachable.
+	// +optional
+	Ignorable bool `json:"ignorable,omitempty"`
+}
+
+// ExtenderManagedResource is an extended resource managed by an extender.
+type ExtenderManagedResource struct {
+	// name of the extended resource, for example "example.com/gpu".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// ignoredByScheduler makes the scheduler skip this resource in its own resource checks.
+	// +optional
+	IgnoredByScheduler bool `json:"ignoredByScheduler,omitempty"`
+}
+
+// ExtenderTLSConfig is the TLS configuration of the connection to an extender.
+type ExtenderTLSConfig struct {
+	// insecure skips verification of the extender's certificate. For testing only.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// serverName is used for SNI and to check the extender's certificate; defaults to the URL's host.
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
+
+	// certFile is the path, inside the scheduler's container, of a client certificate.
+	// +optional
+	CertFile string `json:"certFile,omitempty"`
+
+	// keyFile is the path, inside the scheduler's container, of the client certificate's key.
+	// +optional
+	KeyFile string `json:"keyFile,omitempty"`
+
+	// caFile is the path, inside the scheduler's container, of the CA bundle that signs the extender's certificate.
+	// +optional
+	CAFile string `json:"caFile,omitempty"`
+
+	// certData is a PEM-encoded client certificate; it takes precedence over certFile.
+	// +optional
+	CertData []byte `json:"certData,omitempty"`
+
+	// keyData is the PEM-encoded key of the client certificate; it takes precedence over keyFile.
+	// +optional
+	KeyData []byte `json:"keyData,omitempty"`
+
+	// caData is a PEM-encoded CA bundle; it takes precedence over caFile.
+	// +optional
+	CAData []byte `json:"caData,omitempty"`
+}
+
+// SchedulerSettings sets how the managed scheduler Deployment runs.
+type SchedulerSettings struct {
+	// replicas is the number of scheduler pods, 1 to 5. With more than one, leader election is on
+	// and only the leader schedules; the others take over when it fails. Defaults to 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=5
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// resources of the scheduler container. Defaults to requests of 100m CPU and 128Mi memory.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// nodeSelector constrains the nodes the scheduler pods run on.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// tolerations of the scheduler pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// affinity of the scheduler pods.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// priorityClassName of the scheduler pods, for example "system-cluster-critical".
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// logVerbosity is the scheduler's log level (-v), 0 to 10. Defaults to 2.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	LogVerbosity *int32 `json:"logVerbosity,omitempty"`
+}
+
+// SchedulerProfileStatus is what the operator observed when it last reconciled the profile.
+type SchedulerProfileStatus struct {
+	// observedGeneration is the generation of the spec that the operator last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// schedulerName is the resolved scheduler name that pods use to choose this profile.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// configHash is the content hash of the rendered KubeSchedulerConfiguration that is rolled out.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+
+	// configMapName is the immutable ConfigMap, in the operator's namespace, holding the rendered configuration.
+	// +optional
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// deploymentName is the scheduler Deployment in the operator's namespace.
+	// +optional
+	DeploymentName string `json:"deploymentName,omitempty"`
+
+	// conditions are ConfigValid, Available, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SchedulerProfileList is a list of SchedulerProfiles.
+//
+// +kubebuilder:object:root=true
+type SchedulerProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the list's metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the SchedulerProfiles.
+	Items []SchedulerProfile `json:"items"`
+}

@@ -15,7 +15,8 @@ const MaxProfileNameLength = 40
 const DefaultSchedulerName = "default-scheduler"
 
 // SchedulerProfile is a kube-scheduler profile that the operator validates and runs as its own
-// scheduler Deployment. Pods choose it with spec.schedulerName.
+// scheduler Deployment. Pods choose it with spec.schedulerName. Its name must be a DNS-1123 label of
+// at most 40 characters, because the names of the objects derived from it must stay valid.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

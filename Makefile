@@ -41,7 +41,7 @@ help: ## Show the targets.
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code.
-	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) object paths=./api/...
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
 
 .PHONY: manifests
@@ -113,7 +113,7 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 .PHONY: test
-test: test-unit test-integration ## Run every test tier.
+test: test-unit test-integration test-e2e ## Run every test tier.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: builders, rendering, plugins.
@@ -122,3 +122,7 @@ test-unit: ## Unit tests: builders, rendering, plugins.
 .PHONY: test-integration
 test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## Integration tests on a real kube-apiserver and etcd (envtest).
 	KUBEBUILDER_ASSETS=$(K8SBIN) go test ./test/integration/... -count=1 -v -timeout 20m
+
+.PHONY: test-e2e
+test-e2e: k8s-binaries bin/kube-scheduler ## End-to-end tests on a local simulated cluster (etcd, kube-apiserver, kube-controller-manager, kwok).
+	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/localcluster/... -count=1 -v -timeout 20m

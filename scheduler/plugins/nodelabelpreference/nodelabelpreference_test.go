@@ -1,0 +1,194 @@
+package nodelabelpreference
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	st "k8s.io/kubernetes/pkg/scheduler/testing"
+
+	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
+)
+
+func newNodeLabelPreference(t *testing.T, prefs ...config.LabelPreference) *NodeLabelPreference {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	p, err := New(ctx, &config.NodeLabelPreferenceArgs{Preferences: prefs}, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p.(*NodeLabelPreference)
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    runtime.Object
+		wantErr string
+	}{
+		{
+			name: "valid args",
+			args: &config.NodeLabelPreferenceArgs{Preferences: []config.LabelPreference{{Key: "ssd", Weight: 1}}},
+		},
+		{
+			name:    "no args",
+			wantErr: "args are not of type NodeLabelPreferenceArgs, got <nil>",
+		},
+		{
+			name:    "args of another plugin",
+			args:    &config.NodePoolArgs{},
+			wantErr: "args are not of type NodeLabelPreferenceArgs, got *config.NodePoolArgs",
+		},
+		{
+			name:    "invalid args",
+			args:    &config.NodeLabelPreferenceArgs{Preferences: []config.LabelPreference{{Key: "ssd", Weight: 0}}},
+			wantErr: "preferences[0].weight: Invalid value: 0: must be in the range 1-100",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			p, err := New(ctx, tc.args, nil)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error:\n got: %v\nwant: %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if p.Name() != Name {
+				t.Errorf("Name() = %q, want %q", p.Name(), Name)
+			}
+		})
+	}
+}
+
+func TestPreScore(t *testing.T) {
+	tests := []struct {
+		name       string
+		prefs      []config.LabelPreference
+		wantStatus *fwk.Status
+	}{
+		{
+			name:  "preferences run Score",
+			prefs: []config.LabelPreference{{Key: "ssd", Weight: 1}},
+		},
+		{
+			name:       "no preference skips Score",
+			wantStatus: fwk.NewStatus(fwk.Skip),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := newNodeLabelPreference(t, tc.prefs...)
+			_, ctx := ktesting.NewTestContext(t)
+			status := pl.PreScore(ctx, framework.NewCycleState(), st.MakePod().Obj(), nil)
+			if diff := cmp.Diff(tc.wantStatus, status); diff != "" {
+				t.Errorf("PreScore status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScore scores the nodes a, b and c, then normalizes their scores, as the framework does.
+func TestScore(t *testing.T) {
+	ssd := config.LabelPreference{Key: "example.com/ssd", Weight: 3}
+	largeOrXL := config.LabelPreference{Key: "type", Values: []string{"large", "xlarge"}, Weight: 1}
+	tests := []struct {
+		name           string
+		prefs          []config.LabelPreference
+		nodes          []*v1.Node
+		wantRaw        []int64
+		wantNormalized []int64
+	}{
+		{
+			name:  "weights of matching preferences add up",
+			prefs: []config.LabelPreference{ssd, largeOrXL},
+			nodes: []*v1.Node{
+				st.MakeNode().Name("a").Label("example.com/ssd", "").Label("type", "xlarge").Obj(),
+				st.MakeNode().Name("b").Label("example.com/ssd", "true").Obj(),
+				st.MakeNode().Name("c").Label("type", "large").Obj(),
+			},
+			wantRaw:        []int64{4, 3, 1},
+			wantNormalized: []int64{100, 75, 25},
+		},
+		{
+			name:  "a value outside the listed ones does not match",
+			prefs: []config.LabelPreference{largeOrXL},
+			nodes: []*v1.Node{
+				st.MakeNode().Name("a").Label("type", "small").Obj(),
+				st.MakeNode().Name("b").Label("type", "large").Obj(),
+				st.MakeNode().Name("c").Obj(),
+			},
+			wantRaw:        []int64{0, 1, 0},
+			wantNormalized: []int64{0, 100, 0},
+		},
+		{
+			name:  "no node matches",
+			prefs: []config.LabelPreference{ssd},
+			nodes: []*v1.Node{
+				st.MakeNode().Name("a").Obj(),
+				st.MakeNode().Name("b").Label("type", "large").Obj(),
+				st.MakeNode().Name("c").Obj(),
+			},
+			wantRaw:        []int64{0, 0, 0},
+			wantNormalized: []int64{0, 0, 0},
+		},
+		{
+			name: "maximal weights",
+			prefs: []config.LabelPreference{
+				{Key: "x", Weight: 100},
+				{Key: "y", Weight: 100},
+				{Key: "z", Weight: 100},
+			},
+			nodes: []*v1.Node{
+				st.MakeNode().Name("a").Label("x", "").Label("y", "").Label("z", "").Obj(),
+				st.MakeNode().Name("b").Label("y", "").Obj(),
+				st.MakeNode().Name("c").Label("x", "").Label("z", "").Obj(),
+			},
+			wantRaw:        []int64{300, 100, 200},
+			wantNormalized: []int64{100, 33, 66},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := newNodeLabelPreference(t, tc.prefs...)
+			_, ctx := ktesting.NewTestContext(t)
+			state := framework.NewCycleState()
+			pod := st.MakePod().Obj()
+
+			var raw []int64
+			var scores fwk.NodeScoreList
+			for _, node := range tc.nodes {
+				ni := framework.NewNodeInfo()
+				ni.SetNode(node)
+				score, status := pl.Score(ctx, state, pod, ni)
+				if !status.IsSuccess() {
+					t.Fatalf("Score(%s): %v", node.Name, status)
+				}
+				raw = append(raw, score)
+				scores = append(scores, fwk.NodeScore{Name: node.Name, Score: score})
+			}
+			if diff := cmp.Diff(tc.wantRaw, raw); diff != "" {
+				t.Errorf("raw scores (-want +got):\n%s", diff)
+			}
+
+			if status := pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); !status.IsSuccess() {
+				t.Fatalf("NormalizeScore: %v", status)
+			}
+			var normalized []int64
+			for _, s := range scores {
+				normalized = append(normalized, s.Score)
+			}
+			if diff := cmp.Diff(tc.wantNormalized, normalized); diff != "" {
+				t.Errorf("normalized scores (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

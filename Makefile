@@ -120,7 +120,7 @@ test-unit: ## Unit tests: builders, rendering, plugins.
 	go test $(UNIT_PKGS)
 
 .PHONY: test-integration
-test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## Integration tests on a real kube-apiserver and etcd (envtest).
+test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary.
 	KUBEBUILDER_ASSETS=$(K8SBIN) go test ./test/integration/... -count=1 -v -timeout 20m
 
 .PHONY: test-e2e

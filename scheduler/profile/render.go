@@ -1,0 +1,236 @@
+// Package profile turns a SchedulerProfile into the KubeSchedulerConfiguration that its scheduler
+// runs (Render) and checks that configuration the way the scheduler itself will (Validate).
+// Both are pure: no client, no cluster.
+package profile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// HashLength is the number of hex characters of the config hash used in names and annotations.
+const HashLength = 10
+
+// Settings are what the operator adds to a profile to render its configuration.
+type Settings struct {
+	// Namespace holds the scheduler's leader-election lease: the operator's namespace, never
+	// kube-system, whose kube-scheduler lease belongs to the cluster's own scheduler.
+	Namespace string
+}
+
+// Config is a rendered KubeSchedulerConfiguration.
+type Config struct {
+	// YAML is the configuration file, byte for byte what the scheduler reads.
+	YAML []byte
+	// Hash is the first HashLength hex characters of the sha256 of YAML.
+	Hash string
+	// SchedulerName is the profile's resolved scheduler name.
+	SchedulerName string
+}
+
+// document is the rendered file. Only the fields the operator sets are here, so the file reads
+// as the profile does; kube-scheduler defaults the rest when it loads it.
+type document struct {
+	APIVersion     string              `json:"apiVersion"`
+	Kind           string              `json:"kind"`
+	LeaderElection leaderElection      `json:"leaderElection"`
+	Profiles       []renderedProfile   `json:"profiles"`
+	Extenders      []configv1.Extender `json:"extenders,omitempty"`
+}
+
+// renderedProfile is configv1.KubeSchedulerProfile without the extension points left empty.
+type renderedProfile struct {
+	SchedulerName            string                  `json:"schedulerName"`
+	PercentageOfNodesToScore *int32                  `json:"percentageOfNodesToScore,omitempty"`
+	Plugins                  *renderedPlugins        `json:"plugins,omitempty"`
+	PluginConfig             []configv1.PluginConfig `json:"pluginConfig,omitempty"`
+}
+
+// renderedPlugins is configv1.Plugins with optional plugin sets, so that an extension point the
+// profile does not touch is not written as "{}".
+type renderedPlugins struct {
+	PreEnqueue         *configv1.PluginSet `json:"preEnqueue,omitempty"`
+	QueueSort          *configv1.PluginSet `json:"queueSort,omitempty"`
+	PreFilter          *configv1.PluginSet `json:"preFilter,omitempty"`
+	Filter             *configv1.PluginSet `json:"filter,omitempty"`
+	PostFilter         *configv1.PluginSet `json:"postFilter,omitempty"`
+	PreScore           *configv1.PluginSet `json:"preScore,omitempty"`
+	Score              *configv1.PluginSet `json:"score,omitempty"`
+	Reserve            *configv1.PluginSet `json:"reserve,omitempty"`
+	Permit             *configv1.PluginSet `json:"permit,omitempty"`
+	PreBind            *configv1.PluginSet `json:"preBind,omitempty"`
+	Bind               *configv1.PluginSet `json:"bind,omitempty"`
+	PostBind           *configv1.PluginSet `json:"postBind,omitempty"`
+	MultiPoint         *configv1.PluginSet `json:"multiPoint,omitempty"`
+	PlacementGenerate  *configv1.PluginSet `json:"placementGenerate,omitempty"`
+	PlacementScore     *configv1.PluginSet `json:"placementScore,omitempty"`
+	PodGroupPostFilter *configv1.PluginSet `json:"podGroupPostFilter,omitempty"`
+}
+
+type leaderElection struct {
+	LeaderElect       bool   `json:"leaderElect"`
+	ResourceLock      string `json:"resourceLock"`
+	ResourceName      string `json:"resourceName"`
+	ResourceNamespace string `json:"resourceNamespace"`
+}
+
+// SchedulerName is the name pods use to choose the profile: spec.schedulerName, or the
+// profile's name when that is empty.
+func SchedulerName(p *v1alpha1.SchedulerProfile) string {
+	if p.Spec.SchedulerName != "" {
+		return p.Spec.SchedulerName
+	}
+	return p.Name
+}
+
+// Render builds the KubeSchedulerConfiguration of a profile: one profile with the spec's
+// plugins, pluginConfig and percentageOfNodesToScore, the spec's extenders, leader election on a
+// lease named after the scheduler in settings.Namespace (elections only run with more than one
+// replica), and the in-cluster client connection. The same spec always gives the same bytes:
+// map keys are sorted, and lists keep the order the user gave, which is meaningful (plugins run
+// in that order).
+func Render(p *v1alpha1.SchedulerProfile, settings Settings) (*Config, error) {
+	if settings.Namespace == "" {
+		return nil, fmt.Errorf("rendering %s: the lease namespace is empty", p.Name)
+	}
+	name := SchedulerName(p)
+	spec := &p.Spec
+
+	prof := renderedProfile{
+		SchedulerName:            name,
+		PercentageOfNodesToScore: spec.PercentageOfNodesToScore,
+		Plugins:                  convertPlugins(spec.Plugins),
+	}
+	for i, pc := range spec.PluginConfig {
+		args, err := normalizeArgs(pc.Args)
+		if err != nil {
+			return nil, fmt.Errorf("spec.pluginConfig[%d].args: %w", i, err)
+		}
+		prof.PluginConfig = append(prof.PluginConfig, configv1.PluginConfig{Name: pc.Name, Args: args})
+	}
+
+	doc := document{
+		APIVersion: configv1.SchemeGroupVersion.String(),
+		Kind:       "KubeSchedulerConfiguration",
+		LeaderElection: leaderElection{
+			LeaderElect:       ptr.Deref(spec.Scheduler.Replicas, 1) > 1,
+			ResourceLock:      "leases",
+			ResourceName:      name,
+			ResourceNamespace: settings.Namespace,
+		},
+		Profiles: []renderedProfile{prof},
+	}
+	for _, e := range spec.Extenders {
+		doc.Extenders = append(doc.Extenders, convertExtender(e))
+	}
+
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", p.Name, err)
+	}
+	sum := sha256.Sum256(out)
+	return &Config{YAML: out, Hash: hex.EncodeToString(sum[:])[:HashLength], SchedulerName: name}, nil
+}
+
+// normalizeArgs re-encodes free-form args through a map, so their key order (and so the bytes
+// and the hash) does not depend on how the client ordered them.
+func normalizeArgs(args runtime.RawExtension) (runtime.RawExtension, error) {
+	if len(args.Raw) == 0 {
+		return runtime.RawExtension{}, nil
+	}
+	var v map[string]any
+	if err := json.Unmarshal(args.Raw, &v); err != nil {
+		return runtime.RawExtension{}, fmt.Errorf("args must be an object: %w", err)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return runtime.RawExtension{}, err
+	}
+	return runtime.RawExtension{Raw: raw}, nil
+}
+
+func convertPlugins(in *v1alpha1.Plugins) *renderedPlugins {
+	if in == nil {
+		return nil
+	}
+	out := renderedPlugins{
+		PreEnqueue:         convertPluginSet(in.PreEnqueue),
+		QueueSort:          convertPluginSet(in.QueueSort),
+		PreFilter:          convertPluginSet(in.PreFilter),
+		Filter:             convertPluginSet(in.Filter),
+		PostFilter:         convertPluginSet(in.PostFilter),
+		PreScore:           convertPluginSet(in.PreScore),
+		Score:              convertPluginSet(in.Score),
+		Reserve:            convertPluginSet(in.Reserve),
+		Permit:             convertPluginSet(in.Permit),
+		PreBind:            convertPluginSet(in.PreBind),
+		Bind:               convertPluginSet(in.Bind),
+		PostBind:           convertPluginSet(in.PostBind),
+		MultiPoint:         convertPluginSet(in.MultiPoint),
+		PlacementGenerate:  convertPluginSet(in.PlacementGenerate),
+		PlacementScore:     convertPluginSet(in.PlacementScore),
+		PodGroupPostFilter: convertPluginSet(in.PodGroupPostFilter),
+	}
+	if out == (renderedPlugins{}) {
+		return nil
+	}
+	return &out
+}
+
+func convertPluginSet(in v1alpha1.PluginSet) *configv1.PluginSet {
+	if len(in.Enabled) == 0 && len(in.Disabled) == 0 {
+		return nil
+	}
+	return &configv1.PluginSet{Enabled: convertPluginList(in.Enabled), Disabled: convertPluginList(in.Disabled)}
+}
+
+func convertPluginList(in []v1alpha1.Plugin) []configv1.Plugin {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]configv1.Plugin, 0, len(in))
+	for _, p := range in {
+		out = append(out, configv1.Plugin{Name: p.Name, Weight: p.Weight})
+	}
+	return out
+}
+
+func convertExtender(in v1alpha1.Extender) configv1.Extender {
+	out := configv1.Extender{
+		URLPrefix:        in.URLPrefix,
+		FilterVerb:       in.FilterVerb,
+		PreemptVerb:      in.PreemptVerb,
+		PrioritizeVerb:   in.PrioritizeVerb,
+		Weight:           in.Weight,
+		BindVerb:         in.BindVerb,
+		EnableHTTPS:      in.EnableHTTPS,
+		HTTPTimeout:      in.HTTPTimeout,
+		NodeCacheCapable: in.NodeCacheCapable,
+		Ignorable:        in.Ignorable,
+	}
+	if t := in.TLSConfig; t != nil {
+		out.TLSConfig = &configv1.ExtenderTLSConfig{
+			Insecure:   t.Insecure,
+			ServerName: t.ServerName,
+			CertFile:   t.CertFile,
+			KeyFile:    t.KeyFile,
+			CAFile:     t.CAFile,
+			CertData:   t.CertData,
+			KeyData:    t.KeyData,
+			CAData:     t.CAData,
+		}
+	}
+	for _, r := range in.ManagedResources {
+		out.ManagedResources = append(out.ManagedResources, configv1.ExtenderManagedResource{Name: r.Name, IgnoredByScheduler: r.IgnoredByScheduler})
+	}
+	return out
+}

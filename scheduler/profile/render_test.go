@@ -1,0 +1,137 @@
+package profile
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
+
+// testNamespace is the operator namespace the golden files are rendered for.
+const testNamespace = "scheduler-profile-operator-system"
+
+// TestRenderGolden renders every testdata/*.yaml profile, compares it with testdata/*.golden,
+// and checks that each rendered configuration passes Validate.
+func TestRenderGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inputs) < 8 {
+		t.Fatalf("want at least 8 golden profiles, found %d", len(inputs))
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			p := readProfile(t, in)
+			cfg, err := Render(p, Settings{Namespace: testNamespace})
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			golden := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, cfg.YAML, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(cfg.YAML)); diff != "" {
+				t.Errorf("rendered config differs from %s (-want +got):\n%s", golden, diff)
+			}
+			if errs := Validate(cfg.YAML); len(errs) > 0 {
+				t.Errorf("the rendered config is invalid: %v", errs.ToAggregate())
+			}
+		})
+	}
+}
+
+func TestRenderLeaderElection(t *testing.T) {
+	tests := []struct {
+		name       string
+		profile    *v1alpha1.SchedulerProfile
+		wantElect  bool
+		wantLease  string
+		wantSchedN string
+	}{
+		{name: "one replica", profile: makeProfile("binpack").obj(), wantLease: "binpack", wantSchedN: "binpack"},
+		{name: "two replicas", profile: makeProfile("binpack").withReplicas(2).obj(), wantElect: true, wantLease: "binpack", wantSchedN: "binpack"},
+		{name: "explicit scheduler name", profile: makeProfile("p").withSchedulerName("team-a").obj(), wantLease: "team-a", wantSchedN: "team-a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Render(tc.profile, Settings{Namespace: "ops"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc document
+			if err := yaml.UnmarshalStrict(cfg.YAML, &doc); err != nil {
+				t.Fatal(err)
+			}
+			want := leaderElection{LeaderElect: tc.wantElect, ResourceLock: "leases", ResourceName: tc.wantLease, ResourceNamespace: "ops"}
+			if diff := cmp.Diff(want, doc.LeaderElection); diff != "" {
+				t.Errorf("leader election (-want +got):\n%s", diff)
+			}
+			if cfg.SchedulerName != tc.wantSchedN || doc.Profiles[0].SchedulerName != tc.wantSchedN {
+				t.Errorf("scheduler name = %q (file %q), want %q", cfg.SchedulerName, doc.Profiles[0].SchedulerName, tc.wantSchedN)
+			}
+		})
+	}
+}
+
+// TestRenderDeterministic checks that the order of keys in free-form args does not change the
+// bytes or the hash, and that a real change does.
+func TestRenderDeterministic(t *testing.T) {
+	a := makeProfile("p").withArgs("NodeResourcesFit", `{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":1}]}}`).obj()
+	b := makeProfile("p").withArgs("NodeResourcesFit", `{"scoringStrategy":{"resources":[{"weight":1,"name":"cpu"}],"type":"MostAllocated"}}`).obj()
+	c := makeProfile("p").withArgs("NodeResourcesFit", `{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":1}]}}`).obj()
+	ra, rb, rc := mustRender(t, a), mustRender(t, b), mustRender(t, c)
+	if !bytes.Equal(ra.YAML, rb.YAML) || ra.Hash != rb.Hash {
+		t.Errorf("args with another key order rendered differently:\n%s\n---\n%s", ra.YAML, rb.YAML)
+	}
+	if ra.Hash == rc.Hash {
+		t.Errorf("a different scoring strategy kept the hash %s", ra.Hash)
+	}
+	if len(ra.Hash) != HashLength {
+		t.Errorf("hash %q has %d characters, want %d", ra.Hash, len(ra.Hash), HashLength)
+	}
+}
+
+func TestRenderNeedsNamespace(t *testing.T) {
+	if _, err := Render(makeProfile("p").obj(), Settings{}); err == nil {
+		t.Error("Render without a lease namespace succeeded")
+	}
+}
+
+func mustRender(t testing.TB, p *v1alpha1.SchedulerProfile) *Config {
+	t.Helper()
+	cfg, err := Render(p, Settings{Namespace: testNamespace})
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	return cfg
+}
+
+func readProfile(t *testing.T, path string) *v1alpha1.SchedulerProfile {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &v1alpha1.SchedulerProfile{}
+	if err := yaml.UnmarshalStrict(data, p); err != nil {
+		t.Fatalf("parsing %s: %v", path, err)
+	}
+	return p
+}

@@ -1,0 +1,385 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
+	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config/scheme"
+	"github.com/schedops/scheduler-profile-operator/scheduler/registry"
+)
+
+var (
+	specPath         = field.NewPath("spec")
+	pluginConfigPath = specPath.Child("pluginConfig")
+	pluginsPath      = specPath.Child("plugins")
+	extendersPath    = specPath.Child("extenders")
+)
+
+// Validate checks a rendered configuration the way the scheduler will when it starts, and returns
+// nil or the errors with field paths in SchedulerProfile terms (spec.pluginConfig[1].args...):
+//
+//  1. strict decoding through kube-scheduler's scheme, where our args types are registered, so an
+//     unknown field anywhere, args included, is an error;
+//  2. ValidateKubeSchedulerConfiguration, plus two mistakes that upstream lets through: args for a
+//     plugin that does not exist, and an extender without urlPrefix;
+//  3. building every plugin that has args with its factory, in order, so that bad args of several
+//     plugins are all reported, always in the same order (the framework builds plugins in map
+//     order and stops at the first error);
+//  4. building the scheduler with the real framework and our registry against a fake clientset
+//     (scheduler.New), which catches unknown plugins, plugins at extension points they do not
+//     implement, missing queueSort or bind plugins, and weight overflow.
+func Validate(data []byte) field.ErrorList {
+	// written is the file as written, before kube-scheduler's defaulting merges the default
+	// plugins in: error paths index into it.
+	var written struct {
+		Profiles []configv1.KubeSchedulerProfile `json:"profiles"`
+	}
+	if err := yaml.Unmarshal(data, &written); err != nil || len(written.Profiles) != 1 {
+		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, "not a KubeSchedulerConfiguration with one profile")}
+	}
+	v := &validator{written: written.Profiles[0]}
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return decodeErrors(err)
+	}
+	cfg, ok := obj.(*schedulerconfig.KubeSchedulerConfiguration)
+	if !ok || len(cfg.Profiles) != 1 {
+		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, "not a KubeSchedulerConfiguration with one profile")}
+	}
+	v.cfg = cfg
+	for _, step := range []func() field.ErrorList{v.validateConfig, v.validateMistakes, v.validatePluginArgs, v.buildScheduler} {
+		if errs := step(); len(errs) > 0 {
+			return errs
+		}
+	}
+	return nil
+}
+
+type validator struct {
+	// written is the profile as written in the file.
+	written configv1.KubeSchedulerProfile
+	// cfg is the decoded and defaulted configuration, as the scheduler sees it.
+	cfg *schedulerconfig.KubeSchedulerConfiguration
+}
+
+var (
+	// strictArgsError matches kube-scheduler's message for unknown fields in a plugin's args.
+	strictArgsError = regexp.MustCompile(`decoding \.profiles\[0\]\.pluginConfig\[(\d+)\]: `)
+	unknownField    = regexp.MustCompile(`unknown field "([^"]+)"`)
+	// pluginConfigError matches any other decoding error of a plugin's args.
+	pluginConfigError = regexp.MustCompile(`decoding \.profiles\[0\]\.pluginConfig\[(\d+)\]: (.*)$`)
+)
+
+// decodeErrors gives each unknown field in plugin args its own error at its field path.
+func decodeErrors(err error) field.ErrorList {
+	var errs field.ErrorList
+	if strict, ok := runtime.AsStrictDecodingError(err); ok {
+		for _, e := range strict.Errors() {
+			m := strictArgsError.FindStringSubmatch(e.Error())
+			if m == nil {
+				continue
+			}
+			i, _ := strconv.Atoi(m[1])
+			for _, f := range unknownField.FindAllStringSubmatch(e.Error(), -1) {
+				errs = append(errs, field.Forbidden(pluginConfigPath.Index(i).Child("args", f[1]), "unknown field"))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if m := pluginConfigError.FindStringSubmatch(err.Error()); m != nil {
+		i, _ := strconv.Atoi(m[1])
+		return field.ErrorList{field.Invalid(pluginConfigPath.Index(i).Child("args"), field.OmitValueType{}, m[2])}
+	}
+	return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, err.Error())}
+}
+
+// validateConfig runs kube-scheduler's own validation of the configuration.
+func (v *validator) validateConfig() field.ErrorList {
+	agg := validation.ValidateKubeSchedulerConfiguration(v.cfg)
+	if agg == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, err := range utilerrors.Flatten(agg).Errors() {
+		var fe *field.Error
+		if !errors.As(err, &fe) {
+			errs = append(errs, field.Invalid(specPath, field.OmitValueType{}, err.Error()))
+			continue
+		}
+		c := *fe
+		c.Field = v.toSpecPath(c.Field)
+		errs = append(errs, &c)
+	}
+	return errs
+}
+
+// pluginListIndex matches a path into a plugin list of the defaulted configuration.
+var pluginListIndex = regexp.MustCompile(`^profiles\[0\]\.plugins\.(\w+)\.(enabled|disabled)\[(\d+)\](.*)$`)
+
+// toSpecPath maps a KubeSchedulerConfiguration path to the SchedulerProfile field it came from:
+// the one profile is the spec, and so are the extenders. Plugin list indexes are re-based onto the
+// lists as written, since defaulting put the default plugins in front of them.
+func (v *validator) toSpecPath(p string) string {
+	if m := pluginListIndex.FindStringSubmatch(p); m != nil {
+		i, _ := strconv.Atoi(m[3])
+		defaulted := v.cfg.Profiles[0].Plugins
+		if defaulted != nil {
+			list := internalPluginSet(defaulted, m[1]).Enabled
+			if m[2] == "disabled" {
+				list = internalPluginSet(defaulted, m[1]).Disabled
+			}
+			if i < len(list) {
+				return v.pluginPath(list[i].Name, m[1]).String() + m[4]
+			}
+		}
+	}
+	// Some upstream paths use Go field names.
+	p = strings.NewReplacer(".Enabled", ".enabled", ".Disabled", ".disabled").Replace(p)
+	switch {
+	case strings.HasPrefix(p, "profiles[0]."):
+		return "spec." + strings.TrimPrefix(p, "profiles[0].")
+	case p == "profiles[0]":
+		return "spec"
+	case strings.HasPrefix(p, "extenders"):
+		return "spec." + p
+	}
+	return p
+}
+
+// validateMistakes reports what upstream validation accepts but is surely a mistake.
+func (v *validator) validateMistakes() field.ErrorList {
+	var errs field.ErrorList
+	known := knownPlugins()
+	for i, pc := range v.written.PluginConfig {
+		if _, ok := known[pc.Name]; !ok {
+			errs = append(errs, field.NotFound(pluginConfigPath.Index(i).Child("name"), pc.Name))
+		}
+	}
+	for i, e := range v.cfg.Extenders {
+		if e.URLPrefix == "" {
+			errs = append(errs, field.Required(extendersPath.Index(i).Child("urlPrefix"), "the URL of the extender"))
+		}
+	}
+	return errs
+}
+
+// knownPlugins is the registry of the scheduler binary: in-tree plugins and ours.
+func knownPlugins() frameworkruntime.Registry {
+	r := frameworkplugins.NewInTreeRegistry()
+	// The names are distinct (the registry's tests check it), as the binary's start-up requires.
+	_ = r.Merge(registry.OutOfTree())
+	return r
+}
+
+// validatePluginArgs builds each configured plugin with its args, so that bad args are reported
+// with paths below spec.pluginConfig[i].args, for every plugin and always in the same order.
+// kube-scheduler's defaulting keeps the written entries first and appends default args for the
+// other enabled plugins; an error in those (a plugin with a required argument, enabled without
+// pluginConfig) is reported at spec.pluginConfig[<name>].
+func (v *validator) validatePluginArgs() field.ErrorList {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	handle, err := frameworkruntime.NewFramework(ctx, nil, nil,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
+		frameworkruntime.WithSnapshotSharedLister(internalcache.NewEmptySnapshot()))
+	if err != nil {
+		return field.ErrorList{field.InternalError(specPath, fmt.Errorf("building a framework handle: %w", err))}
+	}
+	known := knownPlugins()
+	var errs field.ErrorList
+	for i, pc := range v.cfg.Profiles[0].PluginConfig {
+		path := pluginConfigPath.Key(pc.Name)
+		if i < len(v.written.PluginConfig) {
+			path = pluginConfigPath.Index(i)
+		}
+		if err := buildPlugin(ctx, known[pc.Name], pc.Args, handle); err != nil {
+			errs = append(errs, argsErrors(path.Child("args"), err)...)
+		}
+	}
+	return errs
+}
+
+// buildPlugin runs a plugin's factory. Factories check their args first; whatever fails after
+// that (the handle here has no running informers) is left to scheduler.New, which builds the
+// plugin for real.
+func buildPlugin(ctx context.Context, factory frameworkruntime.PluginFactory, args runtime.Object, h fwk.Handle) (err error) {
+	if factory == nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			err = nil
+		}
+	}()
+	_, err = factory(ctx, args, h)
+	return err
+}
+
+// argsErrors places the field errors of a plugin's args validation below path. An error
+// without field errors is not about the args, and is left to scheduler.New.
+func argsErrors(path *field.Path, err error) field.ErrorList {
+	var errs field.ErrorList
+	for _, e := range fieldErrors(err) {
+		c := *e
+		if c.Field == "" || c.Field == "<nil>" {
+			c.Field = path.String()
+		} else {
+			c.Field = path.String() + "." + c.Field
+		}
+		errs = append(errs, &c)
+	}
+	return errs
+}
+
+// fieldErrors finds the field errors in err, which may be one or an aggregate of them.
+func fieldErrors(err error) []*field.Error {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		var fe *field.Error
+		if errors.As(err, &fe) {
+			return []*field.Error{fe}
+		}
+		return nil
+	}
+	var out []*field.Error
+	for _, e := range utilerrors.Flatten(agg).Errors() {
+		out = append(out, fieldErrors(e)...)
+	}
+	return out
+}
+
+// buildScheduler builds the scheduler as kube-scheduler's Setup does, against a fake clientset.
+func (v *validator) buildScheduler() field.ErrorList {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	dynInformerFactory := dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0)
+	recorders := func(string) events.EventRecorderLogger { return events.NewFakeRecorder(0) }
+	_, err := scheduler.New(ctx, client, scheduler.NewInformerFactory(client, 0, nil), dynInformerFactory, recorders,
+		scheduler.WithComponentConfigVersion(v.cfg.APIVersion),
+		scheduler.WithProfiles(v.cfg.Profiles...),
+		scheduler.WithPercentageOfNodesToScore(v.cfg.PercentageOfNodesToScore),
+		scheduler.WithFrameworkOutOfTreeRegistry(registry.OutOfTree()),
+		scheduler.WithExtenders(v.cfg.Extenders...),
+		scheduler.WithParallelism(v.cfg.Parallelism),
+	)
+	if err != nil {
+		return field.ErrorList{v.schedulerError(err)}
+	}
+	return nil
+}
+
+var (
+	pluginNotExist  = regexp.MustCompile(`(\w+)Plugin "([^"]+)" does not exist`)
+	pluginNotExtend = regexp.MustCompile(`plugin "([^"]+)" does not extend (\w+)Plugin plugin`)
+)
+
+// schedulerError places an error of scheduler.New at the field that caused it, in the
+// scheduler's own words without the wrapping that names the scheduler.
+func (v *validator) schedulerError(err error) *field.Error {
+	msg := err.Error()
+	name := v.cfg.Profiles[0].SchedulerName
+	if i := strings.LastIndex(msg, "scheduler name "+name+": "); i >= 0 {
+		msg = msg[i+len("scheduler name "+name+": "):]
+	}
+	switch {
+	case pluginNotExist.MatchString(msg):
+		m := pluginNotExist.FindStringSubmatch(msg)
+		return field.NotFound(v.pluginPath(m[2], lowerFirst(m[1])), m[2])
+	case pluginNotExtend.MatchString(msg):
+		m := pluginNotExtend.FindStringSubmatch(msg)
+		return field.Invalid(v.pluginPath(m[1], lowerFirst(m[2])), m[1], fmt.Sprintf("the plugin does not implement the %s extension point", m[2]))
+	case strings.Contains(msg, "queue sort plugin"):
+		return field.Invalid(pluginsPath.Child("queueSort"), field.OmitValueType{}, msg)
+	case strings.Contains(msg, "bind plugin"):
+		return field.Invalid(pluginsPath.Child("bind"), field.OmitValueType{}, msg)
+	case strings.Contains(msg, "core plugin"), strings.Contains(msg, "core of Score plugins"):
+		return field.Invalid(pluginsPath.Child("score"), field.OmitValueType{}, msg)
+	case strings.Contains(msg, "extender"):
+		return field.Invalid(extendersPath, field.OmitValueType{}, msg)
+	}
+	return field.Invalid(pluginsPath, field.OmitValueType{}, msg)
+}
+
+// pluginPath finds where the written profile enables a plugin: at the extension point when it
+// is listed there, else in multiPoint, else anywhere else.
+func (v *validator) pluginPath(name, point string) *field.Path {
+	plugins := v.written.Plugins
+	if plugins == nil {
+		return pluginsPath
+	}
+	for _, p := range append([]string{point, "multiPoint"}, extensionPoints...) {
+		set := writtenPluginSet(plugins, p)
+		for i, pl := range set.Enabled {
+			if pl.Name == name {
+				return pluginsPath.Child(p, "enabled").Index(i).Child("name")
+			}
+		}
+		for i, pl := range set.Disabled {
+			if pl.Name == name {
+				return pluginsPath.Child(p, "disabled").Index(i).Child("name")
+			}
+		}
+	}
+	return pluginsPath.Child(point)
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// extensionPoints are the field names of the plugin sets, in the order of the API.
+var extensionPoints = []string{
+	"preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve",
+	"permit", "preBind", "bind", "postBind", "multiPoint", "placementGenerate", "placementScore",
+	"podGroupPostFilter",
+}
+
+func writtenPluginSet(p *configv1.Plugins, point string) configv1.PluginSet {
+	return map[string]configv1.PluginSet{
+		"preEnqueue": p.PreEnqueue, "queueSort": p.QueueSort, "preFilter": p.PreFilter, "filter": p.Filter,
+		"postFilter": p.PostFilter, "preScore": p.PreScore, "score": p.Score, "reserve": p.Reserve,
+		"permit": p.Permit, "preBind": p.PreBind, "bind": p.Bind, "postBind": p.PostBind,
+		"multiPoint": p.MultiPoint, "placementGenerate": p.PlacementGenerate,
+		"placementScore": p.PlacementScore, "podGroupPostFilter": p.PodGroupPostFilter,
+	}[point]
+}
+
+func internalPluginSet(p *schedulerconfig.Plugins, point string) schedulerconfig.PluginSet {
+	return map[string]schedulerconfig.PluginSet{
+		"preEnqueue": p.PreEnqueue, "queueSort": p.QueueSort, "preFilter": p.PreFilter, "filter": p.Filter,
+		"postFilter": p.PostFilter, "preScore": p.PreScore, "score": p.Score, "reserve": p.Reserve,
+		"permit": p.Permit, "preBind": p.PreBind, "bind": p.Bind, "postBind": p.PostBind,
+		"multiPoint": p.MultiPoint, "placementGenerate": p.PlacementGenerate,
+		"placementScore": p.PlacementScore, "podGroupPostFilter": p.PodGroupPostFilter,
+	}[point]
+}

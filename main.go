@@ -1,5 +1,7 @@
 // Command manager is the scheduler-profile-operator: it turns SchedulerProfiles into validated
 // kube-scheduler configurations and the scheduler Deployments that run them.
+//
+// `manager render -f profile.yaml` renders and validates profiles offline, without a cluster.
 package main
 
 import (
@@ -22,6 +24,9 @@ import (
 const leaderElectionID = "scheduler-profile-operator.schedops.io"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "render" {
+		os.Exit(runRender(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

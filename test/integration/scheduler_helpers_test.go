@@ -139,10 +139,29 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return path
 }
 
+// schedulerProcess is a kube-scheduler started by startScheduler.
+type schedulerProcess struct {
+	// exited receives the result of Wait once the process has exited; whoever receives it puts
+	// it back, so that every later reader sees it too.
+	exited chan error
+}
+
+// checkRunning returns an error if the process has exited.
+func (p *schedulerProcess) checkRunning() error {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return fmt.Errorf("kube-scheduler exited: %v", err)
+	default:
+		return nil
+	}
+}
+
 // startScheduler runs the scheduler binary with configPath until the test ends and waits until it
-// reports ready, which means its informers have synced and it is scheduling. Its output goes to a
-// file that is printed when the test fails; the process is killed and reaped in t.Cleanup.
-func startScheduler(t *testing.T, binary, configPath string) {
+// reports ready, which means its informers have synced (with leader election on, it may not hold
+// the lease yet). Its output goes to a file that is printed when the test fails; the process is
+// killed and reaped in t.Cleanup.
+func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
 	t.Helper()
 	dir := t.TempDir() // before the cleanups below, so that it is removed after them
 	logPath := filepath.Join(dir, "kube-scheduler.log")
@@ -172,7 +191,8 @@ func startScheduler(t *testing.T, binary, configPath string) {
 		logFile.Close()
 		t.Fatalf("Starting %s: %v", binary, err)
 	}
-	exited := make(chan error, 1)
+	proc := &schedulerProcess{exited: make(chan error, 1)}
+	exited := proc.exited
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		// Kill, then wait, so that no scheduler outlives its test and binds later tests' pods.
@@ -194,11 +214,8 @@ func startScheduler(t *testing.T, binary, configPath string) {
 	defer httpClient.CloseIdleConnections()
 	var last string
 	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-exited:
-			exited <- err // for the cleanup
-			return false, fmt.Errorf("kube-scheduler exited before it was ready: %v", err)
-		default:
+		if err := proc.checkRunning(); err != nil {
+			return false, err
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
 		if err != nil {
@@ -216,6 +233,7 @@ func startScheduler(t *testing.T, binary, configPath string) {
 	if err != nil {
 		t.Fatalf("Waiting for %s (last answer: %s): %v", readyz, last, err)
 	}
+	return proc
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago. Another process could

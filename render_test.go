@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRenderSamples(t *testing.T) {
+	samples, err := filepath.Glob(filepath.Join("config", "samples", "scheduling_*.yaml"))
+	if err != nil || len(samples) < 3 {
+		t.Fatalf("want at least 3 samples in config/samples, found %d (%v)", len(samples), err)
+	}
+	for _, sample := range samples {
+		t.Run(filepath.Base(sample), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := runRender([]string{"-f", sample}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("want nothing on stderr, got:\n%s", stderr.String())
+			}
+			for _, want := range []string{"kind: KubeSchedulerConfiguration", "resourceNamespace: " + defaultNamespace, "  schedulerName: "} {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("output does not contain %q:\n%s", want, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     string
+		args     []string
+		wantCode int
+		wantErr  []string
+	}{
+		{
+			name: "invalid args",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: broken}
+spec:
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: Most}}
+  - name: NodePool
+    args: {nodeSelector: {matchLabels: {pool: a}}, bogus: 1}`,
+			wantCode: 1,
+			wantErr:  []string{"SchedulerProfile broken is invalid:", `spec.pluginConfig[1].args.bogus: Forbidden: unknown field`},
+		},
+		{
+			name: "one valid and one invalid profile",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: good}
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: bad}
+spec: {plugins: {score: {enabled: [{name: NoSuchPlugin}]}}}`,
+			wantCode: 1,
+			wantErr:  []string{`SchedulerProfile bad is invalid:`, `spec.plugins.score.enabled[0].name: Not found: "NoSuchPlugin"`},
+		},
+		{
+			name:     "a field the API does not have",
+			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\nspec: {scheduler: {image: evil}}\n",
+			wantCode: 1,
+			wantErr:  []string{`unknown field "image"`},
+		},
+		{
+			name:     "not a profile",
+			file:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\n",
+			wantCode: 1,
+			wantErr:  []string{"is v1 ConfigMap, not a scheduling.schedops.io/v1alpha1 SchedulerProfile"},
+		},
+		{
+			name:     "no file",
+			args:     []string{},
+			wantCode: 2,
+			wantErr:  []string{"Usage: manager render -f profile.yaml"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if args == nil {
+				path := filepath.Join(t.TempDir(), "profile.yaml")
+				if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = []string{"-f", path}
+			}
+			var stdout, stderr bytes.Buffer
+			if code := runRender(args, &stdout, &stderr); code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, stderr.String())
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 
 IMG ?= scheduler-profile-operator:dev
 OPERATOR_NAMESPACE ?= scheduler-profile-operator-system
+FUZZTIME ?= 20s
 
 LOCALBIN := $(CURDIR)/bin
 K8SBIN := $(LOCALBIN)/k8s
@@ -113,11 +114,19 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 .PHONY: test
-test: test-unit test-integration test-e2e ## Run every test tier.
+test: test-unit test-fuzz test-integration test-e2e ## Run every test tier.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: builders, rendering, plugins.
 	go test $(UNIT_PKGS)
+
+.PHONY: test-fuzz
+test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
+	go test ./scheduler/profile -run '^$$' -fuzz FuzzRenderValidate -fuzztime $(FUZZTIME)
+
+.PHONY: bench
+bench: ## Benchmark Validate.
+	go test ./scheduler/profile -run '^$$' -bench Validate -benchmem -count 5
 
 .PHONY: test-integration
 test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary.

@@ -46,8 +46,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code.
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD manifests under config/crd.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests under config/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
 )
 
 // leaderElectionID is the operator's own lease; the managed schedulers use leases of their own.
@@ -58,9 +59,14 @@ func run(args []string) error {
 	if namespace == "" {
 		return fmt.Errorf("OPERATOR_NAMESPACE must name the namespace of the managed schedulers")
 	}
+	image := os.Getenv("RELATED_IMAGE_SCHEDULER")
+	if image == "" {
+		return fmt.Errorf("RELATED_IMAGE_SCHEDULER must name the image of the scheduler (the operator's own image holds it)")
+	}
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  newScheme(),
+		Cache:                   controllers.CacheOptions(namespace),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
@@ -69,6 +75,10 @@ func run(args []string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	reconciler := controllers.NewSchedulerProfileReconciler(mgr.GetClient(), mgr.GetEventRecorder(controllers.FieldManager), namespace, image)
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

@@ -1,0 +1,228 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// settings are what the builders need beyond the profile: where and what the scheduler runs.
+type settings struct {
+	// namespace is the operator's namespace, where the namespaced objects live.
+	namespace string
+	// image holds the kube-scheduler binary with our plugins (RELATED_IMAGE_SCHEDULER).
+	image string
+}
+
+// Defaults of the scheduler container when the profile sets no resources.
+var defaultRequests = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("128Mi"),
+}
+
+// defaultLogVerbosity is the scheduler's -v when the profile does not set it.
+const defaultLogVerbosity = 2
+
+func replicas(p *schedulingv1alpha1.SchedulerProfile) int32 {
+	return ptr.Deref(p.Spec.Scheduler.Replicas, 1)
+}
+
+func buildServiceAccount(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(serviceAccountName(p), s.namespace).WithLabels(profileLabels(p))
+}
+
+// buildClusterRoleBinding binds the scheduler's ServiceAccount to a bootstrap ClusterRole.
+func buildClusterRoleBinding(p *schedulingv1alpha1.SchedulerProfile, s settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	return rbacv1ac.ClusterRoleBinding(clusterRoleBindingName(p, clusterRole[len("system:"):])).
+		WithLabels(profileLabels(p)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(clusterRole)).
+		WithSubjects(serviceAccountSubject(p, s))
+}
+
+// buildAuthReaderRoleBinding lets the scheduler read the client CA of the cluster, which its
+// secure port needs to authenticate requests.
+func buildAuthReaderRoleBinding(p *schedulingv1alpha1.SchedulerProfile, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(authReaderBindingName(p), authReaderNamespace).
+		WithLabels(profileLabels(p)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(authReaderRole)).
+		WithSubjects(serviceAccountSubject(p, s))
+}
+
+// buildLeaseRole grants the scheduler its own lease: system:kube-scheduler allows get and
+// update only on the lease named kube-scheduler.
+func buildLeaseRole(p *schedulingv1alpha1.SchedulerProfile, s settings, leaseName string) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(leaseRoleName(p), s.namespace).
+		WithLabels(profileLabels(p)).
+		WithRules(rbacv1ac.PolicyRule().
+			WithAPIGroups("coordination.k8s.io").
+			WithResources("leases").
+			WithResourceNames(leaseName).
+			WithVerbs("get", "update"))
+}
+
+func buildLeaseRoleBinding(p *schedulingv1alpha1.SchedulerProfile, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(leaseRoleName(p), s.namespace).
+		WithLabels(profileLabels(p)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(leaseRoleName(p))).
+		WithSubjects(serviceAccountSubject(p, s))
+}
+
+func serviceAccountSubject(p *schedulingv1alpha1.SchedulerProfile, s settings) *rbacv1ac.SubjectApplyConfiguration {
+	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(serviceAccountName(p)).WithNamespace(s.namespace)
+}
+
+// buildConfigMap holds one rendered configuration. It is immutable and named after its hash:
+// a restarted pod of an old ReplicaSet reads exactly the config that was rolled out with it.
+func buildConfigMap(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(configMapName(p, cfg.Hash), s.namespace).
+		WithLabels(profileLabels(p)).
+		WithLabels(map[string]string{LabelConfigHash: cfg.Hash}).
+		WithImmutable(true).
+		WithData(map[string]string{configFileKey: string(cfg.YAML)})
+}
+
+// buildDeployment runs the scheduler with the rendered configuration. With one replica the
+// strategy is Recreate: without leader election, an old and a new scheduler must never run
+// together. With more, leader election is on and rolling updates keep every replica
+// (maxUnavailable 0).
+func buildDeployment(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
+	n := replicas(p)
+	strategy := appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)
+	if n > 1 {
+		strategy = appsv1ac.DeploymentStrategy().
+			WithType(appsv1.RollingUpdateDeploymentStrategyType).
+			WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+				WithMaxUnavailable(intstr.FromInt32(0)).
+				WithMaxSurge(intstr.FromInt32(1)))
+	}
+	return appsv1ac.Deployment(deploymentName(p), s.namespace).
+		WithLabels(profileLabels(p)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(n).
+			WithRevisionHistoryLimit(keptConfigMaps).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(p))).
+			WithStrategy(strategy).
+			WithTemplate(buildPodTemplate(p, s, cfg)))
+}
+
+func buildPodTemplate(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
+	sched := p.Spec.Scheduler
+	spec := corev1ac.PodSpec().
+		WithServiceAccountName(serviceAccountName(p)).
+		WithAutomountServiceAccountToken(true).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(buildContainer(p, s)).
+		WithVolumes(
+			corev1ac.Volume().WithName(configVolume).
+				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(configMapName(p, cfg.Hash))),
+			// The secure port's self-signed certificate is written here; the root file
+			// system is read-only.
+			corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	if len(sched.NodeSelector) > 0 {
+		spec.WithNodeSelector(sched.NodeSelector)
+	}
+	for i := range sched.Tolerations {
+		spec.WithTolerations(toleration(sched.Tolerations[i]))
+	}
+	if sched.Affinity != nil {
+		spec.WithAffinity(affinity(sched.Affinity))
+	}
+	if sched.PriorityClassName != "" {
+		spec.WithPriorityClassName(sched.PriorityClassName)
+	}
+	return corev1ac.PodTemplateSpec().
+		WithLabels(profileLabels(p)).
+		WithAnnotations(map[string]string{AnnotationConfigHash: cfg.Hash}).
+		WithSpec(spec)
+}
+
+func buildContainer(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1ac.ContainerApplyConfiguration {
+	resources := p.Spec.Scheduler.Resources
+	if len(resources.Requests) == 0 && len(resources.Limits) == 0 {
+		resources = corev1.ResourceRequirements{Requests: defaultRequests}
+	}
+	probe := func(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
+		return corev1ac.Probe().
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(securePortName)).WithScheme(corev1.URISchemeHTTPS)).
+			WithPeriodSeconds(period).
+			WithFailureThreshold(failures)
+	}
+	rr := corev1ac.ResourceRequirements()
+	if len(resources.Requests) > 0 {
+		rr.WithRequests(resources.Requests)
+	}
+	if len(resources.Limits) > 0 {
+		rr.WithLimits(resources.Limits)
+	}
+	return corev1ac.Container().
+		WithName("kube-scheduler").
+		WithImage(s.image).
+		WithCommand("/kube-scheduler").
+		WithArgs(
+			"--config="+configDir+"/"+configFileKey,
+			fmt.Sprintf("--secure-port=%d", securePort),
+			"--cert-dir=/tmp",
+			fmt.Sprintf("--v=%d", ptr.Deref(p.Spec.Scheduler.LogVerbosity, defaultLogVerbosity))).
+		WithPorts(corev1ac.ContainerPort().WithName(securePortName).WithContainerPort(securePort).WithProtocol(corev1.ProtocolTCP)).
+		WithLivenessProbe(probe("/livez", 10, 3).WithInitialDelaySeconds(10)).
+		WithReadinessProbe(probe("/readyz", 5, 3)).
+		WithResources(rr).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(configDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"))
+}
+
+// buildPodDisruptionBudget keeps one scheduler replica through voluntary disruptions; with
+// leader election any one of them can lead. Only built for more than one replica.
+func buildPodDisruptionBudget(p *schedulingv1alpha1.SchedulerProfile, s settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(deploymentName(p), s.namespace).
+		WithLabels(profileLabels(p)).
+		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
+			WithMinAvailable(intstr.FromInt32(1)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(p))))
+}
+
+func toleration(t corev1.Toleration) *corev1ac.TolerationApplyConfiguration {
+	out := corev1ac.Toleration()
+	mustConvert(t, out)
+	return out
+}
+
+func affinity(a *corev1.Affinity) *corev1ac.AffinityApplyConfiguration {
+	out := corev1ac.Affinity()
+	mustConvert(a, out)
+	return out
+}
+
+// mustConvert copies a typed object into its apply configuration, which has the same JSON
+// shape; it cannot fail for the core types it is used with.
+func mustConvert(typed, applyConfig any) {
+	data, err := json.Marshal(typed)
+	if err != nil {
+		panic(fmt.Sprintf("encoding %T: %v", typed, err))
+	}
+	if err := json.Unmarshal(data, applyConfig); err != nil {
+		panic(fmt.Sprintf("decoding into %T: %v", applyConfig, err))
+	}
+}

@@ -1,0 +1,28 @@
+package controllers
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheOptions keep the manager's cache to what the operator manages: namespaced objects of the
+// operator's namespace (and the authentication-reader RoleBindings in kube-system), and only
+// objects carrying the operator's managed-by label, so that its memory does not grow with the
+// cluster's ConfigMaps, ReplicaSets or ClusterRoleBindings.
+func CacheOptions(namespace string) cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{labelManagedBy: FieldManager})
+	inNamespace := map[string]cache.Config{namespace: {}}
+	byObject := map[client.Object]cache.ByObject{
+		&rbacv1.ClusterRoleBinding{}: {Label: managed},
+		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
+	}
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
+		byObject[obj] = cache.ByObject{Label: managed}
+	}
+	return cache.Options{DefaultNamespaces: inNamespace, ByObject: byObject}
+}

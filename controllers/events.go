@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// Event reasons (besides the condition reasons) and actions.
+const (
+	eventReasonRolloutStarted = "RolloutStarted"
+	actionValidate            = "Validate"
+	actionRollout             = "Rollout"
+)
+
+// recordEvents emits events for the transitions between two statuses, after the status that
+// records them was written: a pass that changes nothing emits nothing.
+func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	if c, changed := transition(before, after, schedulingv1alpha1.ConditionConfigValid); changed {
+		eventType := corev1.EventTypeNormal
+		if c.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(after, nil, eventType, c.Reason, actionValidate, "%s", c.Message)
+	}
+	if obs.rolloutStarted {
+		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
+			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)
+	}
+	if c, changed := transition(before, after, schedulingv1alpha1.ConditionAvailable); changed && c.Reason != schedulingv1alpha1.ReasonNotRolledOut {
+		eventType := corev1.EventTypeNormal
+		if c.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(after, nil, eventType, c.Reason, actionRollout, "%s", c.Message)
+	}
+}
+
+// transition returns a condition of after if its status, reason or message differ from before.
+func transition(before, after *schedulingv1alpha1.SchedulerProfile, typ string) (*metav1.Condition, bool) {
+	b := meta.FindStatusCondition(before.Status.Conditions, typ)
+	a := meta.FindStatusCondition(after.Status.Conditions, typ)
+	if a == nil {
+		return nil, false
+	}
+	if b != nil && b.Status == a.Status && b.Reason == a.Reason && b.Message == a.Message {
+		return nil, false
+	}
+	return a, true
+}

@@ -1,0 +1,61 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+var (
+	profileConditions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "schedops_schedulerprofile_condition",
+		Help: "Whether a SchedulerProfile has a condition with a status (1) or not (0).",
+	}, []string{"profile", "condition", "status"})
+
+	configValidationsFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedops_config_validations_failed_total",
+		Help: "Reconciles that found a SchedulerProfile's configuration invalid, so nothing was rolled out.",
+	}, []string{"profile"})
+
+	rolloutsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedops_rollouts_started_total",
+		Help: "Rollouts of a new scheduler configuration.",
+	}, []string{"profile"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted)
+}
+
+// recordMetrics exports the profile's conditions and counts what the pass did.
+func recordMetrics(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	for _, typ := range []string{
+		schedulingv1alpha1.ConditionConfigValid, schedulingv1alpha1.ConditionAvailable,
+		schedulingv1alpha1.ConditionProgressing, schedulingv1alpha1.ConditionDegraded,
+	} {
+		c := meta.FindStatusCondition(p.Status.Conditions, typ)
+		for _, status := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
+			v := 0.0
+			if c != nil && c.Status == status {
+				v = 1
+			}
+			profileConditions.WithLabelValues(p.Name, typ, string(status)).Set(v)
+		}
+	}
+	if obs.invalid != "" {
+		configValidationsFailed.WithLabelValues(p.Name).Inc()
+	}
+	if obs.rolloutStarted {
+		rolloutsStarted.WithLabelValues(p.Name).Inc()
+	}
+}
+
+// forgetMetrics removes the series of a deleted profile.
+func forgetMetrics(name string) {
+	profileConditions.DeletePartialMatch(prometheus.Labels{"profile": name})
+	configValidationsFailed.DeletePartialMatch(prometheus.Labels{"profile": name})
+	rolloutsStarted.DeletePartialMatch(prometheus.Labels{"profile": name})
+}

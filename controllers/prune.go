@@ -1,0 +1,67 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// pruneConfigMaps deletes the profile's ConfigMaps that neither the current configuration nor any
+// ReplicaSet of its Deployment uses, but keeps the newest keptConfigMaps of those for rollbacks.
+func (r *SchedulerProfileReconciler) pruneConfigMaps(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, currentHash string) error {
+	inNamespace := client.InNamespace(r.settings.namespace)
+	ofProfile := client.MatchingLabels{LabelProfile: p.Name}
+	var cms corev1.ConfigMapList
+	if err := r.client.List(ctx, &cms, inNamespace, ofProfile); err != nil {
+		return fmt.Errorf("listing ConfigMaps: %w", err)
+	}
+	var rss appsv1.ReplicaSetList
+	if err := r.client.List(ctx, &rss, inNamespace, ofProfile); err != nil {
+		return fmt.Errorf("listing ReplicaSets: %w", err)
+	}
+	for _, cm := range unusedConfigMaps(p, cms.Items, rss.Items, currentHash) {
+		if err := r.client.Delete(ctx, &cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ConfigMap %s: %w", cm.Name, err)
+		}
+		log.FromContext(ctx).Info("Deleted unused configuration", "configMap", cm.Name)
+	}
+	return nil
+}
+
+// unusedConfigMaps picks the ConfigMaps to delete: owned by the profile, not the current one,
+// not mounted by a ReplicaSet, and older than the newest keptConfigMaps such ones.
+func unusedConfigMaps(p *schedulingv1alpha1.SchedulerProfile, cms []corev1.ConfigMap, rss []appsv1.ReplicaSet, currentHash string) []corev1.ConfigMap {
+	used := map[string]bool{configMapName(p, currentHash): true}
+	for _, rs := range rss {
+		for _, v := range rs.Spec.Template.Spec.Volumes {
+			if v.ConfigMap != nil {
+				used[v.ConfigMap.Name] = true
+			}
+		}
+	}
+	var unused []corev1.ConfigMap
+	for _, cm := range cms {
+		if !used[cm.Name] && metav1.IsControlledBy(&cm, p) {
+			unused = append(unused, cm)
+		}
+	}
+	// Newest first; the name breaks ties so that the choice is stable.
+	slices.SortFunc(unused, func(a, b corev1.ConfigMap) int {
+		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return compareStrings(a.Name, b.Name)
+	})
+	if len(unused) <= keptConfigMaps {
+		return nil
+	}
+	return unused[keptConfigMaps:]
+}

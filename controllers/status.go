@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// setStatus computes the status from what a pass observed. configHash and configMapName keep
+// describing what runs: an invalid change does not replace them.
+func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	st := &p.Status
+	st.SchedulerName = obs.schedulerName
+	if obs.config != nil && obs.applied {
+		st.ObservedGeneration = p.Generation
+		st.ConfigHash = obs.config.Hash
+		st.ConfigMapName = configMapName(p, obs.config.Hash)
+		st.DeploymentName = deploymentName(p)
+	}
+	setConfigValidCondition(p, obs)
+	setAvailableCondition(p, obs)
+	setProgressingCondition(p, obs)
+	setDegradedCondition(p, obs)
+}
+
+func setCondition(p *schedulingv1alpha1.SchedulerProfile, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: p.Generation,
+	})
+}
+
+func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	switch {
+	case obs.conflictWith != "":
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict,
+			fmt.Sprintf("schedulerName %q is already claimed by the older SchedulerProfile %q; nothing is rolled out until it is free", obs.schedulerName, obs.conflictWith))
+	case obs.invalid != "":
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig,
+			"the scheduler would refuse this configuration, so it is not rolled out: "+obs.invalid)
+	case obs.config != nil:
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, schedulingv1alpha1.ReasonConfigAccepted,
+			"the configuration passed the scheduler's decoding, validation and plugin construction")
+	}
+}
+
+func setAvailableCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	d := obs.deployment
+	switch {
+	case d == nil:
+		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut,
+			"no valid configuration has been rolled out yet")
+	case d.Status.AvailableReplicas > 0:
+		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable,
+			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, replicasOf(d)))
+	default:
+		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoReplicasAvailable,
+			fmt.Sprintf("0 of %d scheduler replicas are available", replicasOf(d)))
+	}
+}
+
+func setProgressingCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	d := obs.deployment
+	if d == nil || p.Status.ConfigHash == "" {
+		setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut,
+			"no valid configuration has been rolled out yet")
+		return
+	}
+	if rolledOut(d, p.Status.ConfigHash) {
+		setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonRolloutComplete,
+			"every scheduler replica runs the configuration "+p.Status.ConfigMapName)
+		return
+	}
+	setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut,
+		fmt.Sprintf("rolling out the configuration %s: %d of %d replicas updated, %d available",
+			p.Status.ConfigMapName, d.Status.UpdatedReplicas, replicasOf(d), d.Status.AvailableReplicas))
+}
+
+// rolledOut tells whether every replica of the Deployment runs the configuration with hash.
+func rolledOut(d *appsv1.Deployment, hash string) bool {
+	n := replicasOf(d)
+	return d.Spec.Template.Annotations[AnnotationConfigHash] == hash &&
+		d.Status.ObservedGeneration >= d.Generation &&
+		d.Status.UpdatedReplicas == n && d.Status.Replicas == n && d.Status.AvailableReplicas == n
+}
+
+func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	d := obs.deployment
+	switch {
+	case d != nil && obs.invalid != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
+			"the latest change is invalid (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	case d != nil && obs.conflictWith != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
+			"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	case d != nil && progressDeadlineExceeded(d):
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
+			"the rollout of "+p.Status.ConfigMapName+" did not finish within the Deployment's progress deadline")
+	default:
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected, "nothing needs attention")
+	}
+}
+
+func progressDeadlineExceeded(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+func replicasOf(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// updateStatus writes the status only when it changed: a steady-state pass writes nothing.
+func (r *SchedulerProfileReconciler) updateStatus(ctx context.Context, before, after *schedulingv1alpha1.SchedulerProfile) error {
+	if equality.Semantic.DeepEqual(before.Status, after.Status) {
+		return nil
+	}
+	if err := r.client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package controllers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
+
+// profileWrapper builds test profiles fluently: makeProfile("binpack").withReplicas(2).obj().
+type profileWrapper struct{ p schedulingv1alpha1.SchedulerProfile }
+
+func makeProfile(name string) *profileWrapper {
+	w := &profileWrapper{}
+	w.p.Name = name
+	w.p.UID = "uid-" + "1234"
+	return w
+}
+
+func (w *profileWrapper) withReplicas(n int32) *profileWrapper {
+	w.p.Spec.Scheduler.Replicas = ptr.To(n)
+	return w
+}
+
+func (w *profileWrapper) withScheduler(s schedulingv1alpha1.SchedulerSettings) *profileWrapper {
+	w.p.Spec.Scheduler = s
+	return w
+}
+
+func (w *profileWrapper) obj() *schedulingv1alpha1.SchedulerProfile { return w.p.DeepCopy() }
+
+func testConfig(t *testing.T, p *schedulingv1alpha1.SchedulerProfile) *profile.Config {
+	t.Helper()
+	cfg, err := profile.Render(p, profile.Settings{Namespace: testSettings.namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// typed turns an apply configuration into the typed object it describes.
+func typed[T any](t *testing.T, applyConfig any) *T {
+	t.Helper()
+	data, err := json.Marshal(applyConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := new(T)
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestBuildDeployment(t *testing.T) {
+	tolerations := []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	aff := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}},
+	}}}
+	tests := []struct {
+		name         string
+		profile      *schedulingv1alpha1.SchedulerProfile
+		wantReplicas int32
+		wantStrategy appsv1.DeploymentStrategy
+		wantRes      corev1.ResourceRequirements
+		wantArgs     []string
+		check        func(t *testing.T, spec *corev1.PodSpec)
+	}{
+		{
+			name:         "defaults: one replica recreated, default requests, -v=2",
+			profile:      makeProfile("binpack").obj(),
+			wantReplicas: 1,
+			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			wantRes:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+			wantArgs:     []string{"--config=/etc/kubernetes/scheduler/config.yaml", "--secure-port=10259", "--cert-dir=/tmp", "--v=2"},
+		},
+		{
+			name:         "three replicas roll with maxUnavailable 0",
+			profile:      makeProfile("ha").withReplicas(3).obj(),
+			wantReplicas: 3,
+			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
+			}},
+			wantRes:  corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
+			wantArgs: []string{"--config=/etc/kubernetes/scheduler/config.yaml", "--secure-port=10259", "--cert-dir=/tmp", "--v=2"},
+		},
+		{
+			name: "placement, resources and verbosity from the spec",
+			profile: makeProfile("placed").withScheduler(schedulingv1alpha1.SchedulerSettings{
+				Resources:         corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+				NodeSelector:      map[string]string{"node-role.kubernetes.io/control-plane": ""},
+				Tolerations:       tolerations,
+				Affinity:          aff,
+				PriorityClassName: "system-cluster-critical",
+				LogVerbosity:      ptr.To[int32](5),
+			}).obj(),
+			wantReplicas: 1,
+			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			wantRes:      corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			wantArgs:     []string{"--config=/etc/kubernetes/scheduler/config.yaml", "--secure-port=10259", "--cert-dir=/tmp", "--v=5"},
+			check: func(t *testing.T, spec *corev1.PodSpec) {
+				if diff := cmp.Diff(map[string]string{"node-role.kubernetes.io/control-plane": ""}, spec.NodeSelector); diff != "" {
+					t.Errorf("nodeSelector (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tolerations, spec.Tolerations); diff != "" {
+					t.Errorf("tolerations (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(aff, spec.Affinity); diff != "" {
+					t.Errorf("affinity (-want +got):\n%s", diff)
+				}
+				if spec.PriorityClassName != "system-cluster-critical" {
+					t.Errorf("priorityClassName = %q", spec.PriorityClassName)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t, tc.profile)
+			d := typed[appsv1.Deployment](t, buildDeployment(tc.profile, testSettings, cfg))
+			if d.Name != tc.profile.Name+"-scheduler" || d.Namespace != "ops" {
+				t.Errorf("deployment %s/%s", d.Namespace, d.Name)
+			}
+			if got := ptr.Deref(d.Spec.Replicas, 0); got != tc.wantReplicas {
+				t.Errorf("replicas = %d, want %d", got, tc.wantReplicas)
+			}
+			if diff := cmp.Diff(tc.wantStrategy, d.Spec.Strategy); diff != "" {
+				t.Errorf("strategy (-want +got):\n%s", diff)
+			}
+			if got := d.Spec.Template.Annotations[AnnotationConfigHash]; got != cfg.Hash {
+				t.Errorf("pod template hash annotation = %q, want %q", got, cfg.Hash)
+			}
+			if got := d.Spec.Template.Spec.Volumes[0].ConfigMap.Name; got != tc.profile.Name+"-config-"+cfg.Hash {
+				t.Errorf("mounted ConfigMap = %q", got)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			if c.Image != testSettings.image {
+				t.Errorf("image = %q", c.Image)
+			}
+			if diff := cmp.Diff(tc.wantArgs, c.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantRes, c.Resources); diff != "" {
+				t.Errorf("resources (-want +got):\n%s", diff)
+			}
+			for _, probe := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+				if probe.HTTPGet.Scheme != corev1.URISchemeHTTPS || probe.HTTPGet.Port.StrVal != "https" {
+					t.Errorf("probe %+v is not on the secure port", probe.HTTPGet)
+				}
+			}
+			if c.LivenessProbe.HTTPGet.Path != "/livez" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+				t.Errorf("probe paths %q, %q", c.LivenessProbe.HTTPGet.Path, c.ReadinessProbe.HTTPGet.Path)
+			}
+			if !selectorMatchesTemplate(d) {
+				t.Errorf("selector %v does not select the template labels %v", d.Spec.Selector.MatchLabels, d.Spec.Template.Labels)
+			}
+			if tc.check != nil {
+				tc.check(t, &d.Spec.Template.Spec)
+			}
+		})
+	}
+}
+
+func selectorMatchesTemplate(d *appsv1.Deployment) bool {
+	for k, v := range d.Spec.Selector.MatchLabels {
+		if d.Spec.Template.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDeploymentIsRestricted checks the scheduler pod against the Pod Security Standard
+// "restricted" with the same evaluator the PodSecurity admission plugin runs.
+func TestDeploymentIsRestricted(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*schedulingv1alpha1.SchedulerProfile{makeProfile("one").obj(), makeProfile("ha").withReplicas(2).obj()} {
+		d := typed[appsv1.Deployment](t, buildDeployment(p, testSettings, testConfig(t, p)))
+		results := evaluator.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
+		for _, r := range results {
+			if !r.Allowed {
+				t.Errorf("%s: the scheduler pod is not restricted: %s: %s", p.Name, r.ForbiddenReason, r.ForbiddenDetail)
+			}
+		}
+		// The same pod with escalation allowed must fail: the evaluator does check.
+		d.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
+		if allowed(evaluator.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)) {
+			t.Errorf("%s: a pod allowing privilege escalation passed the restricted checks", p.Name)
+		}
+	}
+}
+
+func allowed(results []policy.CheckResult) bool {
+	for _, r := range results {
+		if !r.Allowed {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBuildRBAC checks that the bindings name the bootstrap roles (never copies of their rules)
+// and that the lease Role grants exactly the lease the configuration uses.
+func TestBuildRBAC(t *testing.T) {
+	p := makeProfile("binpack").obj()
+	p.Spec.SchedulerName = "team-a"
+	cfg := testConfig(t, p)
+	for _, role := range []string{kubeSchedulerClusterRole, volumeSchedulerClusterRole} {
+		crb := buildClusterRoleBinding(p, testSettings, role)
+		if *crb.RoleRef.Kind != "ClusterRole" || *crb.RoleRef.Name != role {
+			t.Errorf("ClusterRoleBinding %s binds %s %s", *crb.Name, *crb.RoleRef.Kind, *crb.RoleRef.Name)
+		}
+		if s := crb.Subjects[0]; *s.Name != "binpack-scheduler" || *s.Namespace != "ops" {
+			t.Errorf("subject %s/%s", *s.Namespace, *s.Name)
+		}
+	}
+	if got := *buildClusterRoleBinding(p, testSettings, kubeSchedulerClusterRole).Name; got != "scheduler-profile-operator:binpack:kube-scheduler" {
+		t.Errorf("ClusterRoleBinding name %q", got)
+	}
+	rb := buildAuthReaderRoleBinding(p, testSettings)
+	if *rb.Namespace != "kube-system" || *rb.RoleRef.Name != "extension-apiserver-authentication-reader" {
+		t.Errorf("auth reader binding %s/%s -> %s", *rb.Namespace, *rb.Name, *rb.RoleRef.Name)
+	}
+	role := buildLeaseRole(p, testSettings, cfg.SchedulerName)
+	rule := role.Rules[0]
+	if diff := cmp.Diff([]string{"team-a"}, rule.ResourceNames); diff != "" {
+		t.Errorf("lease Role resourceNames (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(cfg.YAML), "resourceName: team-a") {
+		t.Errorf("the config does not use the lease the Role grants:\n%s", cfg.YAML)
+	}
+}
+
+func TestBuildConfigMap(t *testing.T) {
+	p := makeProfile("binpack").obj()
+	cfg := testConfig(t, p)
+	cm := typed[corev1.ConfigMap](t, buildConfigMap(p, testSettings, cfg))
+	if cm.Name != "binpack-config-"+cfg.Hash || !ptr.Deref(cm.Immutable, false) {
+		t.Errorf("ConfigMap %s immutable=%v", cm.Name, cm.Immutable)
+	}
+	if cm.Data["config.yaml"] != string(cfg.YAML) {
+		t.Errorf("config.yaml is not the rendered config")
+	}
+	if len(cm.Name) > 63 || len(makeProfile(strings.Repeat("a", schedulingv1alpha1.MaxProfileNameLength)).obj().Name+"-config-"+cfg.Hash) > 63 {
+		t.Errorf("a profile name of %d characters gives a ConfigMap name longer than 63", schedulingv1alpha1.MaxProfileNameLength)
+	}
+}
+
+func TestBuildPodDisruptionBudget(t *testing.T) {
+	p := makeProfile("ha").withReplicas(2).obj()
+	pdb := typed[policyv1.PodDisruptionBudget](t, buildPodDisruptionBudget(p, testSettings))
+	if pdb.Spec.MinAvailable.IntValue() != 1 {
+		t.Errorf("minAvailable = %v", pdb.Spec.MinAvailable)
+	}
+	if diff := cmp.Diff(selectorLabels(p), pdb.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
+	}
+}

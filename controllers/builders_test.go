@@ -22,7 +22,9 @@ import (
 var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
 
 // profileWrapper builds test profiles fluently: makeProfile("binpack").withReplicas(2).obj().
-type profileWrapper struct{ p schedulingv1alpha1.SchedulerProfile }
+type profileWrapper struct {
+	p schedulingv1alpha1.SchedulerProfile
+}
 
 func makeProfile(name string) *profileWrapper {
 	w := &profileWrapper{}

@@ -192,7 +192,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	defer cancel()
 
 	start := func(name string, args []string, env ...string) (*Process, error) {
-		p, err := startProcess(name, binaries[name], args, env, filepath.Join(workDir, "logs", name+".log"), opts.Detach)
+		p, err := StartProcess(name, binaries[name], args, env, filepath.Join(workDir, "logs", name+".log"), opts.Detach)
 		if err != nil {
 			return nil, fmt.Errorf("localcluster: %w", err)
 		}
@@ -402,7 +402,7 @@ func (c *Cluster) Processes() []Process {
 func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		if err := c.procs[i].stop(stopGrace); err != nil {
+		if err := c.procs[i].Stop(stopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -66,12 +66,12 @@ func procStat(pid int) (state string, startTime uint64, err error) {
 	return fields[0], startTime, nil
 }
 
-// startProcess starts binary with args, its output written to logPath. With detach the process gets
+// StartProcess starts binary with args, its output written to logPath. With detach the process gets
 // a session of its own and outlives the caller (the CLI); otherwise the kernel kills it when the
 // caller dies, so that a test binary killed by its timeout leaves no control plane behind.
 // (Pdeathsig fires when the forking OS thread exits; Go ends threads only under a goroutine that
 // exits while locked with runtime.LockOSThread, which test code has no reason to do.)
-func startProcess(name, binary string, args, env []string, logPath string, detach bool) (*Process, error) {
+func StartProcess(name, binary string, args, env []string, logPath string, detach bool) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("creating log file of %s: %w", name, err)
@@ -103,8 +103,8 @@ func startProcess(name, binary string, args, env []string, logPath string, detac
 	return p, nil
 }
 
-// stop sends SIGTERM, waits up to grace for the process to exit, then sends SIGKILL.
-func (p *Process) stop(grace time.Duration) error {
+// Stop sends SIGTERM, waits up to grace for the process to exit, then sends SIGKILL.
+func (p *Process) Stop(grace time.Duration) error {
 	if !p.Alive() {
 		return nil
 	}

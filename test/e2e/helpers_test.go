@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+)
+
+// dedicatedKey labels and taints the nodes of one test; only that test's pods tolerate the taint,
+// so tests, and the operator's own scheduler pods, never share nodes.
+const dedicatedKey = "e2e.schedops.io/test"
+
+// testNodes are the fake nodes of one test.
+type testNodes struct {
+	test string
+}
+
+// nodeSpec is one fake node: its name suffix, labels and CPUs.
+type nodeSpec struct {
+	name   string
+	labels map[string]string
+	cpus   int64
+}
+
+// makeNodes creates the test's nodes, tainted and labelled with the test's name, and waits until
+// they are Ready.
+func makeNodes(t *testing.T, test string, specs ...nodeSpec) testNodes {
+	t.Helper()
+	var nodes []*corev1.Node
+	for _, s := range specs {
+		labels := map[string]string{dedicatedKey: test}
+		for k, v := range s.labels {
+			labels[k] = v
+		}
+		n := localcluster.FakeNode(test+"-"+s.name, labels, corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(s.cpus, resource.DecimalSI),
+			corev1.ResourceMemory: resource.MustParse("64Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		})
+		n.Spec.Taints = []corev1.Taint{{Key: dedicatedKey, Value: test, Effect: corev1.TaintEffectNoSchedule}}
+		nodes = append(nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := cluster.CreateNodes(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			_ = k8s.Delete(context.Background(), n)
+		}
+	})
+	return testNodes{test: test}
+}
+
+// pod returns a pod of the test for scheduler, requesting cpu millicores.
+func (tn testNodes) pod(name, scheduler string, milliCPU int64) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: tn.test + "-" + name, Namespace: "default", Labels: map[string]string{dedicatedKey: tn.test}},
+		Spec: corev1.PodSpec{
+			SchedulerName: scheduler,
+			NodeSelector:  map[string]string{dedicatedKey: tn.test},
+			Tolerations:   []corev1.Toleration{{Key: dedicatedKey, Operator: corev1.TolerationOpEqual, Value: tn.test, Effect: corev1.TaintEffectNoSchedule}},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.example/app:1",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
+					corev1.ResourceMemory: resource.MustParse("64Mi"),
+				}},
+			}},
+		},
+	}
+}
+
+// schedule creates the pods one after the other, waiting for each to be bound, and returns the
+// node of each. One at a time, each decision sees the ones before it.
+func schedule(t *testing.T, pods ...*corev1.Pod) []*corev1.Node {
+	t.Helper()
+	var out []*corev1.Node
+	for _, p := range pods {
+		if err := k8s.Create(context.Background(), p); err != nil {
+			t.Fatalf("creating pod %s: %v", p.Name, err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
+		out = append(out, waitBound(t, p))
+	}
+	return out
+}
+
+func waitBound(t *testing.T, p *corev1.Pod) *corev1.Node {
+	t.Helper()
+	got := &corev1.Pod{}
+	eventually(t, 60*time.Second, "pod "+p.Name+" bound", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p), got); err != nil {
+			return err
+		}
+		if got.Spec.NodeName == "" {
+			return fmt.Errorf("not bound; conditions %v", got.Status.Conditions)
+		}
+		return nil
+	})
+	n := &corev1.Node{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: got.Spec.NodeName}, n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// applyProfile creates or replaces a profile from YAML and deletes it when the test ends.
+func applyProfile(t *testing.T, doc string) *schedulingv1alpha1.SchedulerProfile {
+	t.Helper()
+	p := &schedulingv1alpha1.SchedulerProfile{}
+	if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
+		t.Fatalf("parsing profile: %v", err)
+	}
+	p.APIVersion, p.Kind = schedulingv1alpha1.GroupVersion.String(), "SchedulerProfile"
+	ctx := context.Background()
+	existing := &schedulingv1alpha1.SchedulerProfile{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), existing); err == nil {
+		existing.Spec = p.Spec
+		if err := k8s.Update(ctx, existing); err != nil {
+			t.Fatalf("updating profile %s: %v", p.Name, err)
+		}
+		return existing
+	}
+	if err := k8s.Create(ctx, p); err != nil {
+		t.Fatalf("creating profile %s: %v", p.Name, err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), p) })
+	return p
+}
+
+// waitCondition waits until the profile's condition has status (and reason, if given) for the
+// profile's current generation, and returns the profile.
+func waitCondition(t *testing.T, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) *schedulingv1alpha1.SchedulerProfile {
+	t.Helper()
+	p := &schedulingv1alpha1.SchedulerProfile{}
+	eventually(t, timeout, fmt.Sprintf("%s %s=%s %s", name, typ, status, reason), func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, typ)
+		if c == nil || c.Status != status || (reason != "" && c.Reason != reason) || c.ObservedGeneration != p.Generation {
+			return fmt.Errorf("conditions: %s", conditions(p))
+		}
+		return nil
+	})
+	return p
+}
+
+func conditions(p *schedulingv1alpha1.SchedulerProfile) string {
+	var parts []string
+	for _, c := range p.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s/%s (gen %d): %s", c.Type, c.Status, c.Reason, c.ObservedGeneration, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// waitScheduler waits until the runner runs the configuration with hash for the profile.
+func waitScheduler(t *testing.T, profile, hash string) {
+	t.Helper()
+	eventually(t, 60*time.Second, "the scheduler of "+profile+" running config "+hash, func() error {
+		if got := runner.Hash(profile + "-scheduler"); got != hash {
+			return fmt.Errorf("runs %q", got)
+		}
+		return nil
+	})
+}
+
+// eventually polls check until it succeeds or timeout passes; then it fails the test with the last
+// error and the operator's log tail.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v\noperator log tail:\n%s", what, timeout, err, tail(managerLog, 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func countByLabel(nodes []*corev1.Node, key string) map[string]int {
+	out := map[string]int{}
+	for _, n := range nodes {
+		out[n.Labels[key]]++
+	}
+	return out
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func mapValues(m map[string]int) iter.Seq[int] { return maps.Values(m) }
+
+// metaLen is the number of items of a list.
+func metaLen(l client.ObjectList) int {
+	n, err := meta.ExtractList(l)
+	if err != nil {
+		panic(err)
+	}
+	return len(n)
+}

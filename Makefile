@@ -157,7 +157,7 @@ test-e2e: k8s-binaries build ## End-to-end tests on a local simulated cluster (e
 # follows it) through a throwaway overlay under bin/, so that no tracked file is edited.
 define kustomize-build
 mkdir -p $(LOCALBIN); overlay="$$(mktemp -d $(LOCALBIN)/overlay.XXXXXX)"; trap 'rm -rf "$$overlay"' EXIT; \
-	(cd "$$overlay" && $(KUSTOMIZE) create --resources ../../$(1) && $(KUSTOMIZE) edit set image scheduler-profile-operator=$(2)); \
+	(cd "$$overlay" && $(KUSTOMIZE) create --resources ../../$(1) && $(KUSTOMIZE) edit set image scheduler-profile-operator=$(2)) && \
 	$(KUSTOMIZE) build "$$overlay"
 endef
 
@@ -204,3 +204,18 @@ test-bundle: $(KUSTOMIZE) $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd build ## Insta
 # install-path tier, and with it `make build`, the target the Dockerfile runs.
 verify: bundle
 test: test-bundle
+
+##@ Demo
+
+DEMO_DIR ?= $(CURDIR)/.cache/demo
+
+bin/demo: $(GO_SOURCES) go.mod go.sum
+	go build -o $@ ./hack/demo
+
+.PHONY: demo
+demo: k8s-binaries build bin/demo ## Run the operator on a local simulated cluster with the samples and print where their pods landed.
+	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler bin/demo start --dir $(DEMO_DIR)
+
+.PHONY: demo-stop
+demo-stop: bin/demo ## Stop exactly what make demo started.
+	bin/demo stop --dir $(DEMO_DIR)

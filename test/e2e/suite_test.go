@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,24 +13,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
-	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/test/schedrunner"
 )
 
-const (
-	operatorNamespace = "scheduler-profile-operator-system"
-	schedulerImage    = "example.com/scheduler-profile-operator:e2e"
-)
+const operatorNamespace = operatorenv.Namespace
 
 var (
 	// k8s is an admin client of the local cluster.
@@ -68,7 +57,7 @@ func runSuite(m *testing.M) int {
 }
 
 func setUp(ctx context.Context) error {
-	root, err := repoRoot()
+	root, err := operatorenv.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -79,10 +68,6 @@ func setUp(ctx context.Context) error {
 	scheduler, err := localcluster.DefaultSchedulerBinary()
 	if err != nil {
 		return err
-	}
-	manager := filepath.Join(root, "bin", "manager")
-	if _, err := os.Stat(manager); err != nil {
-		return fmt.Errorf("the operator binary is missing, run `make build`: %w", err)
 	}
 	workDir, err := os.MkdirTemp("", "spo-e2e-")
 	if err != nil {
@@ -98,13 +83,10 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: newScheme()}); err != nil {
+	if k8s, err = client.New(cfg, client.Options{Scheme: operatorenv.NewScheme()}); err != nil {
 		return err
 	}
-	if err := installCRD(ctx, filepath.Join(root, "config", "crd", "bases", "scheduling.schedops.io_schedulerprofiles.yaml")); err != nil {
-		return err
-	}
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := operatorenv.Install(ctx, k8s, root); err != nil {
 		return err
 	}
 	// A node for the operator's own scheduler pods; the tests' nodes are tainted for their pods only.
@@ -112,10 +94,7 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	managerLog = filepath.Join(workDir, "manager.log")
-	if _, err := localcluster.StartProcess("manager", manager,
-		[]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=debug"},
-		[]string{"KUBECONFIG=" + cluster.Kubeconfig(), "OPERATOR_NAMESPACE=" + operatorNamespace, "RELATED_IMAGE_SCHEDULER=" + schedulerImage},
-		managerLog, false); err != nil {
+	if _, err := operatorenv.StartManager(cluster, root, managerLog, false); err != nil {
 		return err
 	}
 	runner = schedrunner.New(schedrunner.Options{
@@ -124,55 +103,4 @@ func setUp(ctx context.Context) error {
 	})
 	go func() { _ = runner.Run(ctx) }()
 	return nil
-}
-
-func installCRD(ctx context.Context, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return fmt.Errorf("parsing %s: %w", path, err)
-	}
-	if err := k8s.Create(ctx, crd); err != nil {
-		return fmt.Errorf("creating the CRD: %w", err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd); err == nil {
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return errors.New("the CRD was not established within 30s")
-}
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(s))
-	return s
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

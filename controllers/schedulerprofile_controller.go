@@ -33,6 +33,8 @@ import (
 
 // +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulerprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulerprofiles/status,verbs=get;update;patch
+// Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement is on (OpenShift).
+// +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulerprofiles/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=system:kube-scheduler;system:volume-scheduler

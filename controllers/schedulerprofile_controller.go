@@ -112,9 +112,16 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	ctx = log.IntoContext(ctx, logger)
 
 	obs, reconcileErr := r.reconcile(ctx, p)
+	if reconcileErr != nil {
+		obs.failure = reconcileErr.Error()
+	}
 	before := p.DeepCopy()
 	setStatus(p, obs)
 	if err := r.updateStatus(ctx, before, p); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache held an older profile; the newer one is on its way and reconciles again.
+			return ctrl.Result{Requeue: true}, nil
+		}
 		return ctrl.Result{}, err
 	}
 	r.recordEvents(before, p, obs)
@@ -137,6 +144,8 @@ type observation struct {
 	rolloutStarted bool
 	// applied is set when every owned object was applied.
 	applied bool
+	// failure is the error that ended the pass early, if any.
+	failure string
 }
 
 // reconcile runs the steps of one pass. An invalid or conflicting profile touches nothing: the

@@ -104,6 +104,12 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case d != nil && obs.conflictWith != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
 			"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	case obs.conflictWith != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
+			"no scheduler runs for this profile until its schedulerName is free (see ConfigValid)")
+	case obs.failure != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonApplyFailed,
+			"applying the scheduler's objects failed, retrying: "+obs.failure)
 	case d != nil && progressDeadlineExceeded(d):
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
 			"the rollout of "+p.Status.ConfigMapName+" did not finish within the Deployment's progress deadline")
@@ -133,7 +139,9 @@ func (r *SchedulerProfileReconciler) updateStatus(ctx context.Context, before, a
 	if equality.Semantic.DeepEqual(before.Status, after.Status) {
 		return nil
 	}
-	if err := r.client.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+	// The optimistic lock makes a pass that read a stale profile fail instead of writing (and
+	// announcing in events) a transition that was already written.
+	if err := r.client.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil

@@ -74,8 +74,19 @@ func TestSetStatus(t *testing.T) {
 			obs:  observation{schedulerName: "bp", conflictWith: "older"},
 			want: map[string]want{
 				"ConfigValid": {"False", "SchedulerNameConflict"}, "Available": {"False", "NotRolledOut"},
-				"Degraded": {"False", "AsExpected"},
+				"Degraded": {"True", "SchedulerNameConflict"},
 			},
+		},
+		{
+			name:  "applying failed",
+			prior: schedulingv1alpha1.SchedulerProfileStatus{ConfigHash: "0ld0ld0ld0", ConfigMapName: "bp-config-0ld0ld0ld0"},
+			obs: observation{schedulerName: "bp", config: cfg, failure: `applying *v1.Deployment ops/bp-scheduler: admission webhook "quota" denied the request`,
+				deployment: deployment("0ld0ld0ld0", 1, 1, 1)},
+			want: map[string]want{
+				"ConfigValid": {"True", "ConfigAccepted"}, "Available": {"True", "MinimumReplicasAvailable"},
+				"Degraded": {"True", "ApplyFailed"},
+			},
+			wantHash: "0ld0ld0ld0",
 		},
 		{
 			name: "rollout stuck past its deadline",

@@ -49,4 +49,7 @@ const (
 	ReasonInvalidConfigNotRolledOut = "InvalidConfigNotRolledOut"
 	// ReasonProgressDeadlineExceeded means the rollout did not finish within the Deployment's progress deadline.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonApplyFailed means a valid configuration could not be applied (permissions, quota, a
+	// webhook); the message has the error, and the operator retries.
+	ReasonApplyFailed = "ApplyFailed"
 )

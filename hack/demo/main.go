@@ -20,8 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/schedops/scheduler-profile-operator/test/localcluster"
 	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/test/schedrunner"
@@ -66,15 +64,7 @@ func start(dir string) (err error) {
 	if _, err := os.Stat(filepath.Join(dir, stateFile)); err == nil {
 		return fmt.Errorf("a demo is recorded in %s: run `make demo-stop` first", dir)
 	}
-	root, err := operatorenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		return err
-	}
-	scheduler, err := localcluster.DefaultSchedulerBinary()
+	paths, err := operatorenv.FindPaths()
 	if err != nil {
 		return err
 	}
@@ -83,7 +73,7 @@ func start(dir string) (err error) {
 
 	began := time.Now()
 	step("Starting the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir, SchedulerBinary: scheduler, WorkDir: filepath.Join(dir, "cluster"), Detach: true})
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(dir, "cluster"), Detach: true})
 	if err != nil {
 		return err
 	}
@@ -96,19 +86,15 @@ func start(dir string) (err error) {
 			_ = cluster.Stop()
 		}
 	}()
-	cfg, err := cluster.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: operatorenv.NewScheme()})
+	c, err := operatorenv.Client(cluster)
 	if err != nil {
 		return err
 	}
 	step("Installing the SchedulerProfile CRD and starting the operator (bin/manager)")
-	if err := operatorenv.Install(ctx, c, root); err != nil {
+	if err := operatorenv.Install(ctx, c, paths.Root); err != nil {
 		return err
 	}
-	manager, err := operatorenv.StartManager(cluster, root, filepath.Join(dir, "manager.log"), true)
+	manager, err := operatorenv.StartManager(cluster, paths.Root, filepath.Join(dir, "manager.log"), true)
 	if err != nil {
 		return err
 	}
@@ -131,7 +117,7 @@ func start(dir string) (err error) {
 		return err
 	}
 	step("Applying the sample SchedulerProfiles from config/samples")
-	profiles, err := applySamples(ctx, c, root)
+	profiles, err := applySamples(ctx, c, paths.Root)
 	if err != nil {
 		return err
 	}
@@ -156,11 +142,7 @@ func runRunner(dir string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := cluster.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: operatorenv.NewScheme()})
+	c, err := operatorenv.Client(cluster)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -146,15 +148,8 @@ var pluginListIndex = regexp.MustCompile(`^profiles\[0\]\.plugins\.(\w+)\.(enabl
 func (v *validator) toSpecPath(p string) string {
 	if m := pluginListIndex.FindStringSubmatch(p); m != nil {
 		i, _ := strconv.Atoi(m[3])
-		defaulted := v.cfg.Profiles[0].Plugins
-		if defaulted != nil {
-			list := internalPluginSet(defaulted, m[1]).Enabled
-			if m[2] == "disabled" {
-				list = internalPluginSet(defaulted, m[1]).Disabled
-			}
-			if i < len(list) {
-				return v.pluginPath(list[i].Name, m[1]).String() + m[4]
-			}
+		if names := pluginNames(v.cfg.Profiles[0].Plugins, m[1], m[2]); i < len(names) {
+			return v.pluginPath(names[i], m[1]).String() + m[4]
 		}
 	}
 	// Some upstream paths use Go field names.
@@ -330,20 +325,13 @@ func (v *validator) schedulerError(err error) *field.Error {
 // pluginPath finds where the written profile enables a plugin: at the extension point when it
 // is listed there, else in multiPoint, else anywhere else.
 func (v *validator) pluginPath(name, point string) *field.Path {
-	plugins := v.written.Plugins
-	if plugins == nil {
+	if v.written.Plugins == nil {
 		return pluginsPath
 	}
 	for _, p := range append([]string{point, "multiPoint"}, extensionPoints...) {
-		set := writtenPluginSet(plugins, p)
-		for i, pl := range set.Enabled {
-			if pl.Name == name {
-				return pluginsPath.Child(p, "enabled").Index(i).Child("name")
-			}
-		}
-		for i, pl := range set.Disabled {
-			if pl.Name == name {
-				return pluginsPath.Child(p, "disabled").Index(i).Child("name")
+		for _, list := range []string{"enabled", "disabled"} {
+			if i := slices.Index(pluginNames(v.written.Plugins, p, list), name); i >= 0 {
+				return pluginsPath.Child(p, list).Index(i).Child("name")
 			}
 		}
 	}
@@ -364,22 +352,28 @@ var extensionPoints = []string{
 	"podGroupPostFilter",
 }
 
-func writtenPluginSet(p *configv1.Plugins, point string) configv1.PluginSet {
-	return map[string]configv1.PluginSet{
-		"preEnqueue": p.PreEnqueue, "queueSort": p.QueueSort, "preFilter": p.PreFilter, "filter": p.Filter,
-		"postFilter": p.PostFilter, "preScore": p.PreScore, "score": p.Score, "reserve": p.Reserve,
-		"permit": p.Permit, "preBind": p.PreBind, "bind": p.Bind, "postBind": p.PostBind,
-		"multiPoint": p.MultiPoint, "placementGenerate": p.PlacementGenerate,
-		"placementScore": p.PlacementScore, "podGroupPostFilter": p.PodGroupPostFilter,
-	}[point]
+// pluginNames returns the names of the enabled or disabled plugins of one extension point of a
+// configv1.Plugins or a config.Plugins, which name their fields alike.
+func pluginNames(plugins any, point, list string) []string {
+	v := reflect.Indirect(reflect.ValueOf(plugins))
+	if !v.IsValid() {
+		return nil
+	}
+	set := v.FieldByName(upperFirst(point))
+	if !set.IsValid() {
+		return nil
+	}
+	l := set.FieldByName(upperFirst(list))
+	names := make([]string, l.Len())
+	for i := range names {
+		names[i] = l.Index(i).FieldByName("Name").String()
+	}
+	return names
 }
 
-func internalPluginSet(p *schedulerconfig.Plugins, point string) schedulerconfig.PluginSet {
-	return map[string]schedulerconfig.PluginSet{
-		"preEnqueue": p.PreEnqueue, "queueSort": p.QueueSort, "preFilter": p.PreFilter, "filter": p.Filter,
-		"postFilter": p.PostFilter, "preScore": p.PreScore, "score": p.Score, "reserve": p.Reserve,
-		"permit": p.Permit, "preBind": p.PreBind, "bind": p.Bind, "postBind": p.PostBind,
-		"multiPoint": p.MultiPoint, "placementGenerate": p.PlacementGenerate,
-		"placementScore": p.PlacementScore, "podGroupPostFilter": p.PodGroupPostFilter,
-	}[point]
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

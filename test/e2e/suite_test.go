@@ -57,15 +57,7 @@ func runSuite(m *testing.M) int {
 }
 
 func setUp(ctx context.Context) error {
-	root, err := operatorenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		return err
-	}
-	scheduler, err := localcluster.DefaultSchedulerBinary()
+	paths, err := operatorenv.FindPaths()
 	if err != nil {
 		return err
 	}
@@ -74,19 +66,15 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: binDir, SchedulerBinary: scheduler, WorkDir: filepath.Join(workDir, "cluster")})
+	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster")})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("local cluster started in %s (%s)\n", time.Since(start).Round(time.Millisecond), workDir)
-	cfg, err := cluster.RESTConfig()
-	if err != nil {
+	if k8s, err = operatorenv.Client(cluster); err != nil {
 		return err
 	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: operatorenv.NewScheme()}); err != nil {
-		return err
-	}
-	if err := operatorenv.Install(ctx, k8s, root); err != nil {
+	if err := operatorenv.Install(ctx, k8s, paths.Root); err != nil {
 		return err
 	}
 	// A node for the operator's own scheduler pods; the tests' nodes are tainted for their pods only.
@@ -94,11 +82,11 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	managerLog = filepath.Join(workDir, "manager.log")
-	if _, err := operatorenv.StartManager(cluster, root, managerLog, false); err != nil {
+	if _, err := operatorenv.StartManager(cluster, paths.Root, managerLog, false); err != nil {
 		return err
 	}
 	runner = schedrunner.New(schedrunner.Options{
-		Client: k8s, Namespace: operatorNamespace, SchedulerBinary: scheduler,
+		Client: k8s, Namespace: operatorNamespace, SchedulerBinary: paths.Scheduler,
 		Kubeconfig: cluster.Kubeconfig(), WorkDir: filepath.Join(workDir, "schedulers"),
 	})
 	go func() { _ = runner.Run(ctx) }()

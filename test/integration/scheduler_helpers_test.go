@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedops/scheduler-profile-operator/test/localcluster"
 )
 
 // schedulerBinary returns the path of bin/kube-scheduler at the repository root. A missing
@@ -30,7 +31,7 @@ import (
 // plugins, and a skip would let `make test` pass without ever running them.
 func schedulerBinary(t *testing.T) string {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatalf("Finding the repository root: %v", err)
 	}
@@ -39,25 +40,6 @@ func schedulerBinary(t *testing.T) string {
 		t.Fatalf("The scheduler binary %s is missing (%v): run `make bin/kube-scheduler`", path, err)
 	}
 	return path
-}
-
-// repoRoot walks up from the working directory (the package directory under `go test`) to the
-// directory that holds go.mod.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod in any parent of the working directory")
-		}
-		dir = parent
-	}
 }
 
 // writeKubeconfig writes a kubeconfig file for rc into dir, so that a separate process (the

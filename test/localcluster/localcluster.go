@@ -512,7 +512,7 @@ func DefaultBinDir() (string, error) {
 	if dir := os.Getenv(BinDirEnv); dir != "" {
 		return dir, nil
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -525,15 +525,15 @@ func DefaultSchedulerBinary() (string, error) {
 	if path := os.Getenv(SchedulerBinaryEnv); path != "" {
 		return path, nil
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(root, "bin", "kube-scheduler"), nil
 }
 
-// repoRoot walks up from the working directory (a package directory under `go test`) to go.mod.
-func repoRoot() (string, error) {
+// RepoRoot walks up from the working directory (a package directory under `go test`) to go.mod.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("localcluster: %w", err)

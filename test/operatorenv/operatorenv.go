@@ -93,20 +93,35 @@ func StartManager(cluster *localcluster.Cluster, root, logPath string, detach bo
 		logPath, detach)
 }
 
-// RepoRoot is the directory of go.mod above the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
+// Paths are where the repository and the binaries a local cluster needs are.
+type Paths struct {
+	// Root holds go.mod, config/ and bin/.
+	Root string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kwok.
+	BinDir string
+	// Scheduler is bin/kube-scheduler.
+	Scheduler string
+}
+
+// FindPaths locates the repository and the binaries (LOCALCLUSTER_* variables or bin/).
+func FindPaths() (Paths, error) {
+	var p Paths
+	var err error
+	if p.Root, err = localcluster.RepoRoot(); err != nil {
+		return p, err
+	}
+	if p.BinDir, err = localcluster.DefaultBinDir(); err != nil {
+		return p, err
+	}
+	p.Scheduler, err = localcluster.DefaultSchedulerBinary()
+	return p, err
+}
+
+// Client is an admin client of the cluster that knows SchedulerProfiles.
+func Client(cluster *localcluster.Cluster) (client.Client, error) {
+	cfg, err := cluster.RESTConfig()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return client.New(cfg, client.Options{Scheme: NewScheme()})
 }

@@ -96,7 +96,7 @@ bin/kube-scheduler: $(GO_SOURCES) go.mod go.sum
 
 .PHONY: run
 run: manifests ## Run the operator against the current kubeconfig.
-	OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) go run . --leader-elect=false
+	OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) RELATED_IMAGE_SCHEDULER=$(IMG) go run . --leader-elect=false
 
 .PHONY: install
 install: manifests ## Install the CRD into the cluster of the current kubeconfig.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -90,7 +91,7 @@ func serviceAccountSubject(p *schedulingv1alpha1.SchedulerProfile, s settings) *
 func buildConfigMap(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(configMapName(p, cfg.Hash), s.namespace).
 		WithLabels(profileLabels(p)).
-		WithLabels(map[string]string{LabelConfigHash: cfg.Hash}).
+		WithLabels(map[string]string{LabelConfigHash: cfg.Hash, LabelGeneration: strconv.FormatInt(p.Generation, 10)}).
 		WithImmutable(true).
 		WithData(map[string]string{configFileKey: string(cfg.YAML)})
 }

@@ -11,6 +11,9 @@ const (
 	LabelProfile = "scheduling.schedops.io/profile"
 	// LabelConfigHash is the config hash of a ConfigMap.
 	LabelConfigHash = "scheduling.schedops.io/config-hash"
+	// LabelGeneration is the profile generation that last rendered a ConfigMap: pruning keeps
+	// the newest, which creation timestamps (to the second) cannot always tell apart.
+	LabelGeneration = "scheduling.schedops.io/profile-generation"
 	// AnnotationConfigHash is the config hash on the scheduler's pod template: a new config is a
 	// new template, so a rolling update; the same config is no update at all.
 	AnnotationConfigHash = "scheduling.schedops.io/config-hash"

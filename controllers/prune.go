@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,15 +55,25 @@ func unusedConfigMaps(p *schedulingv1alpha1.SchedulerProfile, cms []corev1.Confi
 			unused = append(unused, cm)
 		}
 	}
-	// Newest first; the name breaks ties so that the choice is stable.
+	// Newest first: by the generation that rendered it, then by creation; the name breaks ties so
+	// that the choice is stable.
 	slices.SortFunc(unused, func(a, b corev1.ConfigMap) int {
+		if c := cmp.Compare(generation(b), generation(a)); c != 0 {
+			return c
+		}
 		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
 			return c
 		}
-		return compareStrings(a.Name, b.Name)
+		return cmp.Compare(a.Name, b.Name)
 	})
 	if len(unused) <= keptConfigMaps {
 		return nil
 	}
 	return unused[keptConfigMaps:]
+}
+
+// generation is the profile generation a ConfigMap was rendered for; 0 if unknown.
+func generation(cm corev1.ConfigMap) int64 {
+	g, _ := strconv.ParseInt(cm.Labels[LabelGeneration], 10, 64)
+	return g
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,8 +17,13 @@ import (
 func TestUnusedConfigMaps(t *testing.T) {
 	p := makeProfile("bp").obj()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// cm is a ConfigMap rendered age generations (and minutes) ago.
 	cm := func(hash string, age int, owner *schedulingv1alpha1.SchedulerProfile) corev1.ConfigMap {
-		c := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bp-config-" + hash, CreationTimestamp: metav1.NewTime(base.Add(-time.Duration(age) * time.Minute))}}
+		c := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name:              "bp-config-" + hash,
+			CreationTimestamp: metav1.NewTime(base.Add(-time.Duration(age) * time.Minute)),
+			Labels:            map[string]string{LabelGeneration: strconv.Itoa(100 - age)},
+		}}
 		if owner != nil {
 			c.OwnerReferences = []metav1.OwnerReference{{UID: owner.UID, Controller: ptr.To(true), Name: owner.Name}}
 		}
@@ -47,6 +53,17 @@ func TestUnusedConfigMaps(t *testing.T) {
 			cms:  []corev1.ConfigMap{cm("cur", 0, p), cm("a", 1, p), cm("b", 2, p), cm("c", 3, p), cm("d", 4, p), cm("old", 50, p)},
 			rss:  []appsv1.ReplicaSet{rs("old")},
 			want: []string{"bp-config-d"}},
+		{name: "created in the same second, the generation tells the newest",
+			cms: func() []corev1.ConfigMap {
+				var out []corev1.ConfigMap
+				for i, hash := range []string{"z5", "y4", "x3", "w2", "v1"} {
+					c := cm(hash, i+1, p)
+					c.CreationTimestamp = metav1.NewTime(base)
+					out = append(out, c)
+				}
+				return out
+			}(),
+			want: []string{"bp-config-w2", "bp-config-v1"}},
 		{name: "ConfigMaps another owner controls are never pruned",
 			cms: []corev1.ConfigMap{cm("cur", 0, p), cm("a", 1, p), cm("b", 2, p), cm("c", 3, p), cm("x", 9, other), cm("y", 9, nil)}},
 	}

@@ -3,6 +3,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -249,22 +250,12 @@ func (r *SchedulerProfileReconciler) conflictingProfile(ctx context.Context, p *
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
-		return compareStrings(a.Name, b.Name)
+		return cmp.Compare(a.Name, b.Name)
 	})
 	if oldest.Name == p.Name {
 		return "", nil
 	}
 	return oldest.Name, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // deleteUnwantedPDB removes the PodDisruptionBudget of a profile scaled down to one replica.

@@ -1,0 +1,41 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+func TestRecordMetrics(t *testing.T) {
+	p := makeProfile("metrics").obj()
+	invalid := &observation{schedulerName: "metrics", invalid: "bad"}
+	setStatus(p, invalid)
+	recordMetrics(p, invalid)
+	recordMetrics(p, invalid)
+	if got := testutil.ToFloat64(configValidationsFailed.WithLabelValues("metrics")); got != 2 {
+		t.Errorf("validations failed = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(profileConditions.WithLabelValues("metrics", "ConfigValid", "False")); got != 1 {
+		t.Errorf("ConfigValid=False gauge = %v, want 1", got)
+	}
+
+	valid := &observation{schedulerName: "metrics", config: &profile.Config{Hash: "h"}, applied: true, rolloutStarted: true}
+	setStatus(p, valid)
+	recordMetrics(p, valid)
+	if got := testutil.ToFloat64(rolloutsStarted.WithLabelValues("metrics")); got != 1 {
+		t.Errorf("rollouts started = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(profileConditions.WithLabelValues("metrics", "ConfigValid", "False")); got != 0 {
+		t.Errorf("ConfigValid=False gauge = %v after the fix, want 0", got)
+	}
+	if got := testutil.ToFloat64(profileConditions.WithLabelValues("metrics", "ConfigValid", "True")); got != 1 {
+		t.Errorf("ConfigValid=True gauge = %v, want 1", got)
+	}
+
+	forgetMetrics("metrics")
+	if n := testutil.CollectAndCount(profileConditions, "schedops_schedulerprofile_condition"); n != 0 {
+		t.Errorf("%d condition series left after the profile was deleted", n)
+	}
+}

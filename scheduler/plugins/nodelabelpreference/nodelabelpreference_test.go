@@ -5,13 +5,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
+	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/internal/plugintest"
 )
 
 func newNodeLabelPreference(t *testing.T, prefs ...config.LabelPreference) *NodeLabelPreference {
@@ -25,48 +25,26 @@ func newNodeLabelPreference(t *testing.T, prefs ...config.LabelPreference) *Node
 }
 
 func TestNew(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    runtime.Object
-		wantErr string
-	}{
+	plugintest.TestNew(t, New, Name, []plugintest.NewCase{
 		{
-			name: "valid args",
-			args: &config.NodeLabelPreferenceArgs{Preferences: []config.LabelPreference{{Key: "ssd", Weight: 1}}},
+			Name: "valid args",
+			Args: &config.NodeLabelPreferenceArgs{Preferences: []config.LabelPreference{{Key: "ssd", Weight: 1}}},
 		},
 		{
-			name:    "no args",
-			wantErr: "args are not of type NodeLabelPreferenceArgs, got <nil>",
+			Name:    "no args",
+			WantErr: "args are not of type NodeLabelPreferenceArgs, got <nil>",
 		},
 		{
-			name:    "args of another plugin",
-			args:    &config.NodePoolArgs{},
-			wantErr: "args are not of type NodeLabelPreferenceArgs, got *config.NodePoolArgs",
+			Name:    "args of another plugin",
+			Args:    &config.NodePoolArgs{},
+			WantErr: "args are not of type NodeLabelPreferenceArgs, got *config.NodePoolArgs",
 		},
 		{
-			name:    "invalid args",
-			args:    &config.NodeLabelPreferenceArgs{Preferences: []config.LabelPreference{{Key: "ssd", Weight: 0}}},
-			wantErr: "preferences[0].weight: Invalid value: 0: must be in the range 1-100",
+			Name:    "invalid args",
+			Args:    &config.NodeLabelPreferenceArgs{Preferences: []config.LabelPreference{{Key: "ssd", Weight: 0}}},
+			WantErr: "preferences[0].weight: Invalid value: 0: must be in the range 1-100",
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			p, err := New(ctx, tc.args, nil)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("error:\n got: %v\nwant: %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if p.Name() != Name {
-				t.Errorf("Name() = %q, want %q", p.Name(), Name)
-			}
-		})
-	}
+	})
 }
 
 func TestPreScore(t *testing.T) {

@@ -6,13 +6,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	st "k8s.io/kubernetes/pkg/scheduler/testing"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
+	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/internal/plugintest"
 )
 
 // poolA selects the nodes labeled pool=a.
@@ -28,55 +28,27 @@ func newNodePool(t *testing.T, selector *metav1.LabelSelector) *NodePool {
 	return p.(*NodePool)
 }
 
-func nodeInfo(node *v1.Node) fwk.NodeInfo {
-	ni := framework.NewNodeInfo()
-	ni.SetNode(node)
-	return ni
-}
-
 func TestNew(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    runtime.Object
-		wantErr string
-	}{
+	plugintest.TestNew(t, New, Name, []plugintest.NewCase{
 		{
-			name: "valid args",
-			args: &config.NodePoolArgs{NodeSelector: poolA},
+			Name: "valid args",
+			Args: &config.NodePoolArgs{NodeSelector: poolA},
 		},
 		{
-			name:    "no args",
-			wantErr: "args are not of type NodePoolArgs, got <nil>",
+			Name:    "no args",
+			WantErr: "args are not of type NodePoolArgs, got <nil>",
 		},
 		{
-			name:    "args of another plugin",
-			args:    &config.NodeLabelPreferenceArgs{},
-			wantErr: "args are not of type NodePoolArgs, got *config.NodeLabelPreferenceArgs",
+			Name:    "args of another plugin",
+			Args:    &config.NodeLabelPreferenceArgs{},
+			WantErr: "args are not of type NodePoolArgs, got *config.NodeLabelPreferenceArgs",
 		},
 		{
-			name:    "invalid args",
-			args:    &config.NodePoolArgs{},
-			wantErr: "nodeSelector: Required value: the scheduler's node pool must be selected",
+			Name:    "invalid args",
+			Args:    &config.NodePoolArgs{},
+			WantErr: "nodeSelector: Required value: the scheduler's node pool must be selected",
 		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			p, err := New(ctx, tc.args, nil)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("error:\n got: %v\nwant: %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if p.Name() != Name {
-				t.Errorf("Name() = %q, want %q", p.Name(), Name)
-			}
-		})
-	}
+	})
 }
 
 func TestPreFilter(t *testing.T) {
@@ -156,7 +128,7 @@ func TestFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := newNodePool(t, tc.selector)
 			_, ctx := ktesting.NewTestContext(t)
-			status := pl.Filter(ctx, framework.NewCycleState(), st.MakePod().Obj(), nodeInfo(tc.node))
+			status := pl.Filter(ctx, framework.NewCycleState(), st.MakePod().Obj(), plugintest.NodeInfo(tc.node))
 			if diff := cmp.Diff(tc.wantStatus, status); diff != "" {
 				t.Errorf("Filter status (-want +got):\n%s", diff)
 			}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -54,6 +55,9 @@ func run(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// Validation builds kube-scheduler's framework, which logs through klog at info level on
+	// every pass; those lines are details of the operator's work, so they go to its log at debug.
+	klog.SetLogger(ctrl.Log.WithName("scheduler-framework").V(1))
 
 	namespace := os.Getenv("OPERATOR_NAMESPACE")
 	if namespace == "" {

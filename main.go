@@ -1,7 +1,8 @@
 // Command manager is the scheduler-profile-operator: it turns SchedulerProfiles into validated
 // kube-scheduler configurations and the scheduler Deployments that run them.
 //
-// `manager render -f profile.yaml` renders and validates profiles offline, without a cluster.
+// `manager render -f profile.yaml` renders and validates profiles offline, without a cluster, and
+// `manager plugins` lists the plugins a profile can use.
 package main
 
 import (
@@ -26,8 +27,13 @@ import (
 const leaderElectionID = "scheduler-profile-operator.schedops.io"
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "render" {
-		os.Exit(runRender(os.Args[2:], os.Stdout, os.Stderr))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "render":
+			os.Exit(runRender(os.Args[2:], os.Stdout, os.Stderr))
+		case "plugins":
+			os.Exit(runPlugins(os.Args[2:], os.Stdout, os.Stderr))
+		}
 	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,8 +16,9 @@ const (
 )
 
 // recordEvents emits events for the transitions between two statuses, after the status that
-// records them was written: a pass that changes nothing emits nothing.
-func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+// records them was written (with an optimistic lock, so a transition is announced once): a pass
+// that changes nothing emits nothing.
+func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alpha1.SchedulerProfile) {
 	if c, changed := transition(before, after, schedulingv1alpha1.ConditionConfigValid); changed {
 		eventType := corev1.EventTypeNormal
 		if c.Status != metav1.ConditionTrue {
@@ -25,7 +26,7 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 		}
 		r.recorder.Eventf(after, nil, eventType, c.Reason, actionValidate, "%s", c.Message)
 	}
-	if obs.rolloutStarted {
+	if rolloutStarted(before, after) {
 		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)
 	}
@@ -49,4 +50,10 @@ func transition(before, after *schedulingv1alpha1.SchedulerProfile, typ string) 
 		return nil, false
 	}
 	return a, true
+}
+
+// rolloutStarted tells whether the status moved to a new configuration: the configuration that
+// runs is the status's, so each new one starts exactly one rollout.
+func rolloutStarted(before, after *schedulingv1alpha1.SchedulerProfile) bool {
+	return after.Status.ConfigHash != "" && after.Status.ConfigHash != before.Status.ConfigHash
 }

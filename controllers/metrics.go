@@ -31,7 +31,7 @@ func init() {
 }
 
 // recordMetrics exports the profile's conditions and counts what the pass did.
-func recordMetrics(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	for _, typ := range []string{
 		schedulingv1alpha1.ConditionConfigValid, schedulingv1alpha1.ConditionAvailable,
 		schedulingv1alpha1.ConditionProgressing, schedulingv1alpha1.ConditionDegraded,
@@ -48,7 +48,7 @@ func recordMetrics(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	if obs.invalid != "" {
 		configValidationsFailed.WithLabelValues(p.Name).Inc()
 	}
-	if obs.rolloutStarted {
+	if rolloutStarted(before, p) {
 		rolloutsStarted.WithLabelValues(p.Name).Inc()
 	}
 }

@@ -11,9 +11,10 @@ import (
 func TestRecordMetrics(t *testing.T) {
 	p := makeProfile("metrics").obj()
 	invalid := &observation{schedulerName: "metrics", invalid: "bad"}
+	before := p.DeepCopy()
 	setStatus(p, invalid)
-	recordMetrics(p, invalid)
-	recordMetrics(p, invalid)
+	recordMetrics(before, p, invalid)
+	recordMetrics(p.DeepCopy(), p, invalid)
 	if got := testutil.ToFloat64(configValidationsFailed.WithLabelValues("metrics")); got != 2 {
 		t.Errorf("validations failed = %v, want 2", got)
 	}
@@ -21,9 +22,12 @@ func TestRecordMetrics(t *testing.T) {
 		t.Errorf("ConfigValid=False gauge = %v, want 1", got)
 	}
 
-	valid := &observation{schedulerName: "metrics", config: &profile.Config{Hash: "h"}, applied: true, rolloutStarted: true}
+	valid := &observation{schedulerName: "metrics", config: &profile.Config{Hash: "h"}, applied: true}
+	before = p.DeepCopy()
 	setStatus(p, valid)
-	recordMetrics(p, valid)
+	recordMetrics(before, p, valid)
+	// A later pass with the same configuration starts no rollout.
+	recordMetrics(p.DeepCopy(), p, valid)
 	if got := testutil.ToFloat64(rolloutsStarted.WithLabelValues("metrics")); got != 1 {
 		t.Errorf("rollouts started = %v, want 1", got)
 	}

@@ -121,12 +121,12 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.updateStatus(ctx, before, p); err != nil {
 		if apierrors.IsConflict(err) {
 			// The cache held an older profile; the newer one is on its way and reconciles again.
-			return ctrl.Result{Requeue: true}, nil
+			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.recordEvents(before, p, obs)
-	recordMetrics(p, obs)
+	r.recordEvents(before, p)
+	recordMetrics(before, p, obs)
 	return ctrl.Result{}, reconcileErr
 }
 
@@ -141,8 +141,6 @@ type observation struct {
 	config *profile.Config
 	// deployment is the live scheduler Deployment, if any.
 	deployment *appsv1.Deployment
-	// rolloutStarted is set when this pass changed the Deployment's configuration.
-	rolloutStarted bool
 	// applied is set when every owned object was applied.
 	applied bool
 	// failure is the error that ended the pass early, if any.
@@ -170,15 +168,10 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, nil
 	}
 	obs.config = cfg
-	oldHash := ""
-	if obs.deployment != nil {
-		oldHash = obs.deployment.Spec.Template.Annotations[AnnotationConfigHash]
-	}
 	if err := r.applyAll(ctx, p, cfg); err != nil {
 		return obs, err
 	}
 	obs.applied = true
-	obs.rolloutStarted = oldHash != cfg.Hash
 	if err := r.deleteUnwantedPDB(ctx, p); err != nil {
 		return obs, err
 	}

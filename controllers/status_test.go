@@ -35,7 +35,7 @@ func TestSetStatus(t *testing.T) {
 	}{
 		{
 			name: "first valid pass, no replica yet",
-			obs:  observation{schedulerName: "bp", config: cfg, applied: true, rolloutStarted: true, deployment: deployment("abc123def0", 1, 0, 0)},
+			obs:  observation{schedulerName: "bp", config: cfg, applied: true, deployment: deployment("abc123def0", 1, 0, 0)},
 			want: map[string]want{
 				"ConfigValid": {"True", "ConfigAccepted"}, "Available": {"False", "NoReplicasAvailable"},
 				"Progressing": {"True", "RollingOut"}, "Degraded": {"False", "AsExpected"},

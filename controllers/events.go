@@ -30,12 +30,16 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)
 	}
-	if c, changed := transition(before, after, schedulingv1alpha1.ConditionAvailable); changed && c.Reason != schedulingv1alpha1.ReasonNotRolledOut {
-		eventType := corev1.EventTypeNormal
-		if c.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
+	// Availability is announced when it is gained, and when it is lost; a scheduler that is still
+	// starting is no news.
+	if c, changed := transition(before, after, schedulingv1alpha1.ConditionAvailable); changed {
+		wasAvailable := meta.IsStatusConditionTrue(before.Status.Conditions, schedulingv1alpha1.ConditionAvailable)
+		switch {
+		case c.Status == metav1.ConditionTrue && !wasAvailable:
+			r.recorder.Eventf(after, nil, corev1.EventTypeNormal, c.Reason, actionRollout, "%s", c.Message)
+		case c.Status != metav1.ConditionTrue && wasAvailable:
+			r.recorder.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
 		}
-		r.recorder.Eventf(after, nil, eventType, c.Reason, actionRollout, "%s", c.Message)
 	}
 }
 

@@ -23,9 +23,6 @@ import (
 	"github.com/schedops/scheduler-profile-operator/controllers"
 )
 
-// leaderElectionID is the operator's own lease; the managed schedulers use leases of their own.
-const leaderElectionID = "scheduler-profile-operator.schedops.io"
-
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -80,7 +77,7 @@ func run(args []string) error {
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
-		LeaderElectionID:        leaderElectionID,
+		LeaderElectionID:        controllers.LeaderElectionID,
 		LeaderElectionNamespace: namespace,
 	})
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -23,8 +22,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
-	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
-	frameworkplugins "k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -61,7 +58,7 @@ func Validate(data []byte) field.ErrorList {
 	if err := yaml.Unmarshal(data, &written); err != nil || len(written.Profiles) != 1 {
 		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, "not a KubeSchedulerConfiguration with one profile")}
 	}
-	v := &validator{written: written.Profiles[0]}
+	v := &validator{written: written.Profiles[0], known: registry.All()}
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
 		return decodeErrors(err)
@@ -84,6 +81,8 @@ type validator struct {
 	written configv1.KubeSchedulerProfile
 	// cfg is the decoded and defaulted configuration, as the scheduler sees it.
 	cfg *schedulerconfig.KubeSchedulerConfiguration
+	// known are the plugins of the scheduler binary.
+	known frameworkruntime.Registry
 }
 
 var (
@@ -168,9 +167,8 @@ func (v *validator) toSpecPath(p string) string {
 // validateMistakes reports what upstream validation accepts but is surely a mistake.
 func (v *validator) validateMistakes() field.ErrorList {
 	var errs field.ErrorList
-	known := knownPlugins()
 	for i, pc := range v.written.PluginConfig {
-		if _, ok := known[pc.Name]; !ok {
+		if _, ok := v.known[pc.Name]; !ok {
 			errs = append(errs, field.NotFound(pluginConfigPath.Index(i).Child("name"), pc.Name))
 		}
 	}
@@ -182,14 +180,6 @@ func (v *validator) validateMistakes() field.ErrorList {
 	return errs
 }
 
-// knownPlugins is the registry of the scheduler binary: in-tree plugins and ours.
-func knownPlugins() frameworkruntime.Registry {
-	r := frameworkplugins.NewInTreeRegistry()
-	// The names are distinct (the registry's tests check it), as the binary's start-up requires.
-	_ = r.Merge(registry.OutOfTree())
-	return r
-}
-
 // validatePluginArgs builds each configured plugin with its args, so that bad args are reported
 // with paths below spec.pluginConfig[i].args, for every plugin and always in the same order.
 // kube-scheduler's defaulting keeps the written entries first and appends default args for the
@@ -198,22 +188,17 @@ func knownPlugins() frameworkruntime.Registry {
 func (v *validator) validatePluginArgs() field.ErrorList {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset()
-	handle, err := frameworkruntime.NewFramework(ctx, nil, nil,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
-		frameworkruntime.WithSnapshotSharedLister(internalcache.NewEmptySnapshot()))
+	handle, err := registry.NewHandle(ctx)
 	if err != nil {
-		return field.ErrorList{field.InternalError(specPath, fmt.Errorf("building a framework handle: %w", err))}
+		return field.ErrorList{field.InternalError(specPath, err)}
 	}
-	known := knownPlugins()
 	var errs field.ErrorList
 	for i, pc := range v.cfg.Profiles[0].PluginConfig {
 		path := pluginConfigPath.Key(pc.Name)
 		if i < len(v.written.PluginConfig) {
 			path = pluginConfigPath.Index(i)
 		}
-		if err := buildPlugin(ctx, known[pc.Name], pc.Args, handle); err != nil {
+		if err := buildPlugin(ctx, v.known[pc.Name], pc.Args, handle); err != nil {
 			errs = append(errs, argsErrors(path.Child("args"), err)...)
 		}
 	}

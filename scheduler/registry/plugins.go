@@ -68,14 +68,9 @@ func Plugins(ctx context.Context) ([]PluginInfo, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	client := fake.NewClientset()
-	handle, err := frameworkruntime.NewFramework(ctx, nil, nil,
-		frameworkruntime.WithClientSet(client),
-		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
-		frameworkruntime.WithSnapshotSharedLister(schedcache.NewEmptySnapshot()),
-	)
+	handle, err := NewHandle(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("creating a framework handle: %w", err)
+		return nil, err
 	}
 
 	var infos []PluginInfo
@@ -129,4 +124,19 @@ func extensionPointsOf(p fwk.Plugin) []string {
 		}
 	}
 	return names
+}
+
+// NewHandle returns a framework handle backed by a fake clientset and an empty snapshot, to build
+// plugins outside a running scheduler. What it starts runs until ctx is done.
+func NewHandle(ctx context.Context) (fwk.Handle, error) {
+	client := fake.NewClientset()
+	handle, err := frameworkruntime.NewFramework(ctx, nil, nil,
+		frameworkruntime.WithClientSet(client),
+		frameworkruntime.WithInformerFactory(informers.NewSharedInformerFactory(client, 0)),
+		frameworkruntime.WithSnapshotSharedLister(schedcache.NewEmptySnapshot()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("creating a framework handle: %w", err)
+	}
+	return handle, nil
 }

@@ -8,6 +8,7 @@ package registry
 
 import (
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	// Registers NodePoolArgs and NodeLabelPreferenceArgs, which the plugins below need.
@@ -39,5 +40,13 @@ func OutOfTree() frameworkruntime.Registry {
 	for _, p := range outOfTree {
 		r[p.name] = p.factory
 	}
+	return r
+}
+
+// All returns a new registry of every plugin the scheduler binary knows: the in-tree ones and
+// ours, whose names are distinct (the binary's start-up and this package's tests check it).
+func All() frameworkruntime.Registry {
+	r := plugins.NewInTreeRegistry()
+	_ = r.Merge(OutOfTree())
 	return r
 }

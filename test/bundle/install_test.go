@@ -23,9 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,25 +30,16 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
 )
 
 const (
 	// olmNamespace is where the simulated OLM installs the operator: not the namespace of
 	// config/default, to show the bundle works in whatever namespace an administrator picks.
 	olmNamespace = "olm-operators"
-	// leaderElectionID is main.go's.
-	leaderElectionID = "scheduler-profile-operator.schedops.io"
-	waitTimeout      = 60 * time.Second
-	pollInterval     = 250 * time.Millisecond
+	waitTimeout  = 60 * time.Second
+	pollInterval = 250 * time.Millisecond
 )
-
-func newScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-	return scheme
-}
 
 // warnings collects the API server's warnings (Pod Security among them).
 type warnings struct {
@@ -73,7 +61,7 @@ func (w *warnings) all() []string {
 
 func newClient(t *testing.T, rc *rest.Config) client.Client {
 	t.Helper()
-	c, err := client.New(rc, client.Options{Scheme: newScheme()})
+	c, err := client.New(rc, client.Options{Scheme: operatorenv.NewScheme()})
 	if err != nil {
 		t.Fatalf("Creating a client: %v", err)
 	}
@@ -308,7 +296,7 @@ func TestOLMInstallSimulated(t *testing.T) {
 	lease := &unstructured.Unstructured{}
 	lease.SetAPIVersion("coordination.k8s.io/v1")
 	lease.SetKind("Lease")
-	if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: leaderElectionID}, lease); err != nil {
+	if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: controllers.LeaderElectionID}, lease); err != nil {
 		t.Errorf("The operator's leader-election lease in %s: %v", namespace, err)
 	}
 	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
@@ -451,12 +439,12 @@ func runOperator(t *testing.T, rc *rest.Config, namespace, image string) *logBuf
 		}
 	})
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:                        newScheme(),
+		Scheme:                        operatorenv.NewScheme(),
 		Cache:                         controllers.CacheOptions(namespace),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 		LeaderElection:                true,
-		LeaderElectionID:              leaderElectionID,
+		LeaderElectionID:              controllers.LeaderElectionID,
 		LeaderElectionNamespace:       namespace,
 		LeaderElectionReleaseOnCancel: true,
 		Logger:                        logger,

@@ -36,6 +36,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
 )
 
 const (
@@ -447,7 +448,7 @@ func newManager(t *testing.T, rc *rest.Config) (manager.Manager, *logBuffer) {
 		}
 	})
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:                 newScheme(),
+		Scheme:                 operatorenv.NewScheme(),
 		Cache:                  controllers.CacheOptions(operatorNamespace),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
 )
 
 const (
@@ -53,7 +54,7 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 	ctx := t.Context()
 	k.ensureOperatorNamespace(t)
 	operatorCfg := impersonate(k.cfg, operatorNamespace, operatorServiceAccount)
-	operatorClient, err := client.New(operatorCfg, client.Options{Scheme: newScheme()})
+	operatorClient, err := client.New(operatorCfg, client.Options{Scheme: operatorenv.NewScheme()})
 	if err != nil {
 		t.Fatalf("Creating the operator's client: %v", err)
 	}
@@ -142,7 +143,7 @@ func startEnforcingCluster(t *testing.T) *cluster {
 			t.Errorf("Stopping the envtest apiserver: %v", err)
 		}
 	})
-	c, err := client.New(rc, client.Options{Scheme: newScheme()})
+	c, err := client.New(rc, client.Options{Scheme: operatorenv.NewScheme()})
 	if err != nil {
 		t.Fatalf("Creating the administrator's client: %v", err)
 	}
@@ -242,7 +243,7 @@ func readGeneratedRoles(t *testing.T) []client.Object {
 		t.Fatalf("Opening %s: %v", generatedRBAC, err)
 	}
 	defer f.Close()
-	decoder := serializer.NewCodecFactory(newScheme()).UniversalDeserializer()
+	decoder := serializer.NewCodecFactory(operatorenv.NewScheme()).UniversalDeserializer()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	var roles []client.Object
 	var kinds []string

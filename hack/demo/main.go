@@ -3,9 +3,9 @@
 //	demo start --dir .cache/demo   # cluster, operator, schedulers, samples, workloads, placement table
 //	demo stop --dir .cache/demo    # stops exactly what start started
 //
-// It is what `make demo` and `make demo-stop` run. The cluster is test/localcluster (etcd,
+// It is what `make demo` and `make demo-stop` run. The cluster is internal/localcluster (etcd,
 // kube-apiserver, kube-controller-manager, kwok); the profiles' schedulers run as local processes
-// (test/schedrunner), since kwok only pretends to run pods. Demo code, not part of the product.
+// (internal/schedrunner), since kwok only pretends to run pods. Demo code, not part of the product.
 package main
 
 import (
@@ -20,9 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
-	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
-	"github.com/schedops/scheduler-profile-operator/test/schedrunner"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
 )
 
 const usage = `usage:

@@ -23,7 +23,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 const (

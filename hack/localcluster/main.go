@@ -1,4 +1,4 @@
-// Command localcluster starts and stops the local simulated control plane of test/localcluster
+// Command localcluster starts and stops the local simulated control plane of internal/localcluster
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on 127.0.0.1) in the
 // background, to try things by hand:
 //
@@ -23,7 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 const usage = `usage:

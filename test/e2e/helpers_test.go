@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 // dedicatedKey labels and taints the nodes of one test; only that test's pods tolerate the taint,

@@ -1,6 +1,6 @@
-// Package e2e runs the operator end to end on a local simulated cluster (test/localcluster): real
+// Package e2e runs the operator end to end on a local simulated cluster (internal/localcluster): real
 // etcd, kube-apiserver and kube-controller-manager (Deployments, ReplicaSets, garbage collection),
-// kwok for the nodes, bin/manager as a process, and test/schedrunner running the schedulers that
+// kwok for the nodes, bin/manager as a process, and internal/schedrunner running the schedulers that
 // the operator's Deployments describe, so that profiles really place pods.
 package e2e
 
@@ -15,9 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
-	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
-	"github.com/schedops/scheduler-profile-operator/test/schedrunner"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
 )
 
 const operatorNamespace = operatorenv.Namespace

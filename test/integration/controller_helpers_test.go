@@ -36,7 +36,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
-	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 )
 
 const (

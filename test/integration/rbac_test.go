@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/test/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 )
 
 const (

@@ -23,7 +23,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 // schedulerBinary returns the path of bin/kube-scheduler at the repository root. A missing

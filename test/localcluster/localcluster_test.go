@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 // TestLocalCluster starts the whole simulated control plane and checks the behaviour the end-to-end

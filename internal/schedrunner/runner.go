@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 // Options configure a Runner.

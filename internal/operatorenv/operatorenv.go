@@ -1,5 +1,5 @@
 // Package operatorenv installs and starts the operator on a local simulated cluster
-// (test/localcluster): its CRD, its namespace and bin/manager as a process. The end-to-end tests
+// (internal/localcluster): its CRD, its namespace and bin/manager as a process. The end-to-end tests
 // and `make demo` share it. Test and demo code, not part of the product.
 package operatorenv
 
@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/test/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
 const (

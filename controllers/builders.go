@@ -35,12 +35,26 @@ var defaultRequests = corev1.ResourceList{
 	corev1.ResourceMemory: resource.MustParse("128Mi"),
 }
 
+// Where the scheduler container finds its configuration and serves its health checks.
+const (
+	configVolume   = "config"
+	configDir      = "/etc/kubernetes/scheduler"
+	configFileKey  = "config.yaml"
+	tmpVolume      = "tmp"
+	securePort     = 10259
+	securePortName = "https"
+)
+
+// keptConfigMaps is how many ConfigMaps no ReplicaSet uses are kept for rollbacks; it is also the
+// Deployment's revisionHistoryLimit.
+const keptConfigMaps = 3
+
 // defaultLogVerbosity is the scheduler's -v when the profile does not set it.
 const defaultLogVerbosity = 2
 
-func replicas(p *schedulingv1alpha1.SchedulerProfile) int32 {
-	return ptr.Deref(p.Spec.Scheduler.Replicas, 1)
-}
+// replicas is a replica count as the API server defaults it: one when unset. It serves both the
+// profile's spec and the observed Deployment.
+func replicas(n *int32) int32 { return ptr.Deref(n, 1) }
 
 func buildServiceAccount(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1ac.ServiceAccountApplyConfiguration {
 	return corev1ac.ServiceAccount(serviceAccountName(p), s.namespace).WithLabels(profileLabels(p))
@@ -101,7 +115,7 @@ func buildConfigMap(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *pro
 // together. With more, leader election is on and rolling updates keep every replica
 // (maxUnavailable 0).
 func buildDeployment(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
-	n := replicas(p)
+	n := replicas(p.Spec.Scheduler.Replicas)
 	strategy := appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)
 	if n > 1 {
 		strategy = appsv1ac.DeploymentStrategy().

@@ -39,19 +39,6 @@ const (
 	authReaderNamespace        = "kube-system"
 )
 
-// Where the scheduler container finds its configuration and serves its health checks.
-const (
-	configVolume   = "config"
-	configDir      = "/etc/kubernetes/scheduler"
-	configFileKey  = "config.yaml"
-	tmpVolume      = "tmp"
-	securePort     = 10259
-	securePortName = "https"
-	// keptConfigMaps is how many ConfigMaps no ReplicaSet uses are kept for rollbacks; it is
-	// also the Deployment's revisionHistoryLimit.
-	keptConfigMaps = 3
-)
-
 func deploymentName(p *schedulingv1alpha1.SchedulerProfile) string { return p.Name + "-scheduler" }
 
 func serviceAccountName(p *schedulingv1alpha1.SchedulerProfile) string { return p.Name + "-scheduler" }

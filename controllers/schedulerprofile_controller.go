@@ -195,7 +195,7 @@ func (r *SchedulerProfileReconciler) desiredObjects(p *schedulingv1alpha1.Schedu
 		newOwned(p, buildLeaseRoleBinding(p, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
 		newOwned(p, buildConfigMap(p, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
 	}
-	if replicas(p) > 1 {
+	if replicas(p.Spec.Scheduler.Replicas) > 1 {
 		objs = append(objs, newOwned(p, buildPodDisruptionBudget(p, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
 	}
 	return append(objs, newOwned(p, buildDeployment(p, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
@@ -253,7 +253,7 @@ func (r *SchedulerProfileReconciler) conflictingProfile(ctx context.Context, p *
 
 // deleteUnwantedPDB removes the PodDisruptionBudget of a profile scaled down to one replica.
 func (r *SchedulerProfileReconciler) deleteUnwantedPDB(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) error {
-	if replicas(p) > 1 {
+	if replicas(p.Spec.Scheduler.Replicas) > 1 {
 		return nil
 	}
 	pdb := &policyv1.PodDisruptionBudget{}

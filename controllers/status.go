@@ -63,10 +63,10 @@ func setAvailableCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observat
 			"no valid configuration has been rolled out yet")
 	case d.Status.AvailableReplicas > 0:
 		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable,
-			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, replicasOf(d)))
+			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, replicas(d.Spec.Replicas)))
 	default:
 		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoReplicasAvailable,
-			fmt.Sprintf("0 of %d scheduler replicas are available", replicasOf(d)))
+			fmt.Sprintf("0 of %d scheduler replicas are available", replicas(d.Spec.Replicas)))
 	}
 }
 
@@ -84,12 +84,12 @@ func setProgressingCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 	}
 	setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut,
 		fmt.Sprintf("rolling out the configuration %s: %d of %d replicas updated, %d available",
-			p.Status.ConfigMapName, d.Status.UpdatedReplicas, replicasOf(d), d.Status.AvailableReplicas))
+			p.Status.ConfigMapName, d.Status.UpdatedReplicas, replicas(d.Spec.Replicas), d.Status.AvailableReplicas))
 }
 
 // rolledOut tells whether every replica of the Deployment runs the configuration with hash.
 func rolledOut(d *appsv1.Deployment, hash string) bool {
-	n := replicasOf(d)
+	n := replicas(d.Spec.Replicas)
 	return d.Spec.Template.Annotations[AnnotationConfigHash] == hash &&
 		d.Status.ObservedGeneration >= d.Generation &&
 		d.Status.UpdatedReplicas == n && d.Status.Replicas == n && d.Status.AvailableReplicas == n
@@ -125,13 +125,6 @@ func progressDeadlineExceeded(d *appsv1.Deployment) bool {
 		}
 	}
 	return false
-}
-
-func replicasOf(d *appsv1.Deployment) int32 {
-	if d.Spec.Replicas == nil {
-		return 1
-	}
-	return *d.Spec.Replicas
 }
 
 // updateStatus writes the status only when it changed: a steady-state pass writes nothing.

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 const (

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -158,27 +159,21 @@ func normalizeArgs(args runtime.RawExtension) (runtime.RawExtension, error) {
 	return runtime.RawExtension{Raw: raw}, nil
 }
 
+// convertPlugins copies each plugin set of the API type to the field of the same name of
+// renderedPlugins. Going by name keeps this free of a fourth list of extension points; a test
+// checks that both types have exactly the fields of upstream's configv1.Plugins.
 func convertPlugins(in *v1alpha1.Plugins) *renderedPlugins {
 	if in == nil {
 		return nil
 	}
-	out := renderedPlugins{
-		PreEnqueue:         convertPluginSet(in.PreEnqueue),
-		QueueSort:          convertPluginSet(in.QueueSort),
-		PreFilter:          convertPluginSet(in.PreFilter),
-		Filter:             convertPluginSet(in.Filter),
-		PostFilter:         convertPluginSet(in.PostFilter),
-		PreScore:           convertPluginSet(in.PreScore),
-		Score:              convertPluginSet(in.Score),
-		Reserve:            convertPluginSet(in.Reserve),
-		Permit:             convertPluginSet(in.Permit),
-		PreBind:            convertPluginSet(in.PreBind),
-		Bind:               convertPluginSet(in.Bind),
-		PostBind:           convertPluginSet(in.PostBind),
-		MultiPoint:         convertPluginSet(in.MultiPoint),
-		PlacementGenerate:  convertPluginSet(in.PlacementGenerate),
-		PlacementScore:     convertPluginSet(in.PlacementScore),
-		PodGroupPostFilter: convertPluginSet(in.PodGroupPostFilter),
+	var out renderedPlugins
+	src, dst := reflect.ValueOf(in).Elem(), reflect.ValueOf(&out).Elem()
+	for f, v := range src.Fields() {
+		set := reflect.Indirect(v)
+		if !set.IsValid() {
+			continue
+		}
+		dst.FieldByName(f.Name).Set(reflect.ValueOf(convertPluginSet(set.Interface().(v1alpha1.PluginSet))))
 	}
 	if out == (renderedPlugins{}) {
 		return nil

@@ -330,11 +330,17 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-// extensionPoints are the field names of the plugin sets, in the order of the API.
-var extensionPoints = []string{
-	"preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve",
-	"permit", "preBind", "bind", "postBind", "multiPoint", "placementGenerate", "placementScore",
-	"podGroupPostFilter",
+// extensionPoints are the JSON names of the plugin sets of KubeSchedulerProfile.plugins, read off
+// upstream's type so that an extension point added by a Kubernetes bump is known here too.
+var extensionPoints = jsonFieldNames(reflect.TypeFor[configv1.Plugins]())
+
+// jsonFieldNames lists the JSON names of a struct's fields, in their order.
+func jsonFieldNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		names = append(names, strings.Split(f.Tag.Get("json"), ",")[0])
+	}
+	return names
 }
 
 // pluginNames returns the names of the enabled or disabled plugins of one extension point of a

@@ -115,6 +115,17 @@ func buildWithDefaultArgs(ctx context.Context, name string, factory frameworkrun
 	return p, nil
 }
 
+// ExtensionPointNames names the extension points this package knows, in the order of
+// KubeSchedulerProfile.plugins (multiPoint, which is not one, left out). A test ties them to
+// upstream's configv1.Plugins.
+func ExtensionPointNames() []string {
+	names := make([]string, 0, len(extensionPoints))
+	for _, ep := range extensionPoints {
+		names = append(names, ep.name)
+	}
+	return names
+}
+
 func extensionPointsOf(p fwk.Plugin) []string {
 	var names []string
 	t := reflect.TypeOf(p)

@@ -5,8 +5,9 @@
 // holds exactly what `make deploy` installs; `make bundle VERSION=x.y.z IMG=...` runs it. The
 // output depends only on the input and the flags: running it twice changes nothing.
 //
-// It does without operator-sdk and without github.com/operator-framework/api, so neither is a
-// dependency of anything but the tests (test/bundle validates the result with the latter).
+// The CSV is built with the types of github.com/operator-framework/api, which OLM itself decodes
+// it with; operator-sdk is not needed. Neither the manager nor the scheduler links that module
+// (test/bundle checks).
 package main
 
 import (

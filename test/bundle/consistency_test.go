@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -90,32 +91,19 @@ func TestAnnotationsMatchDockerfileLabels(t *testing.T) {
 func TestCSVDeploymentIsConfigManager(t *testing.T) {
 	csv := readCSV(t)
 	image := operatorImage(t, csv)
-	deployment := findObject(t, kustomizeBuild(t, "config/default", image), "Deployment")
+	deployment := &appsv1.Deployment{}
+	fromUnstructured(t, findObject(t, kustomizeBuild(t, "config/default", image), "Deployment"), deployment)
 
-	csvObj := findObject(t, decodeYAML(t, readFile(t, csvFile)), "ClusterServiceVersion")
-	specs, _, _ := unstructured.NestedSlice(csvObj.Object, "spec", "install", "spec", "deployments")
-	if len(specs) != 1 {
-		t.Fatalf("The CSV installs %d Deployments, want 1", len(specs))
+	got := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0]
+	if got.Name != deployment.Name {
+		t.Errorf("The CSV's Deployment is named %q, config/default's %q", got.Name, deployment.Name)
 	}
-	got := specs[0].(map[string]any)
-	if got["name"] != deployment.GetName() {
-		t.Errorf("The CSV's Deployment is named %q, config/default's %q", got["name"], deployment.GetName())
-	}
-	if diff := cmp.Diff(deployment.Object["spec"], got["spec"]); diff != "" {
+	if diff := cmp.Diff(deployment.Spec, got.Spec); diff != "" {
 		t.Errorf("The CSV's Deployment spec differs from config/default's; run `make bundle` (-kustomize +csv):\n%s", diff)
 	}
-	if diff := cmp.Diff(any(deployment.GetLabels()), toStringMap(got["label"])); diff != "" {
+	if diff := cmp.Diff(deployment.Labels, map[string]string(got.Label)); diff != "" {
 		t.Errorf("The CSV's Deployment labels differ from config/default's (-kustomize +csv):\n%s", diff)
 	}
-}
-
-func toStringMap(v any) any {
-	m, _ := v.(map[string]any)
-	out := map[string]string{}
-	for k, v := range m {
-		out[k], _ = v.(string)
-	}
-	return out
 }
 
 // TestCSVPermissionsAreConfigRBAC: the CSV grants what config/rbac grants: the namespaced Role of

@@ -1,5 +1,5 @@
 // Package bundle tests the install paths: the OLM bundle under bundle/ (validated with
-// github.com/operator-framework/api, which only this test-only package imports), the kustomize
+// github.com/operator-framework/api, which only hack/bundle and these tests import), the kustomize
 // configuration under config/ (applied to a real kube-apiserver), an OLM install simulated on
 // envtest, and the image build. `make test-bundle` runs it with KUSTOMIZE (bin/kustomize-*) and
 // KUBEBUILDER_ASSETS (bin/k8s) set.

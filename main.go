@@ -87,6 +87,10 @@ func run(args []string) error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
+	schedulers := controllers.NewSchedulerReconciler(mgr.GetClient(), mgr.GetEventRecorder(controllers.FieldManager), namespace, image)
+	if err := schedulers.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Scheduler controller: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
 
-// applyConfiguration is a typed apply configuration of one of the objects a profile owns.
+// applyConfiguration is a typed apply configuration of one of the objects a process owns.
 type applyConfiguration[A any] interface {
 	runtime.ApplyConfiguration
 	GetName() *string
@@ -22,7 +22,7 @@ type applyConfiguration[A any] interface {
 	WithOwnerReferences(...*metav1ac.OwnerReferenceApplyConfiguration) A
 }
 
-// owned is one object a profile owns: what it should be, and how to read what it is.
+// owned is one object a process owns: what it should be, and how to read what it is.
 type owned struct {
 	desired runtime.ApplyConfiguration
 	key     client.ObjectKey
@@ -33,14 +33,14 @@ type owned struct {
 	extract func(client.Object) (runtime.ApplyConfiguration, error)
 }
 
-// newOwned sets the profile as the controller owner of an apply configuration, so that deleting
-// the profile garbage-collects the object and a change to it reconciles the profile.
-func newOwned[A applyConfiguration[A], T client.Object](p *schedulingv1alpha1.SchedulerProfile, ac A, observed T, extract func(T, string) (A, error)) owned {
+// newOwned sets the process's owner as the controller owner of an apply configuration, so that
+// deleting the owner garbage-collects the object and a change to it reconciles the owner.
+func newOwned[A applyConfiguration[A], T client.Object](proc *process, ac A, observed T, extract func(T, string) (A, error)) owned {
 	ac.WithOwnerReferences(metav1ac.OwnerReference().
 		WithAPIVersion(schedulingv1alpha1.GroupVersion.String()).
-		WithKind("SchedulerProfile").
-		WithName(p.Name).
-		WithUID(p.UID).
+		WithKind(proc.kind).
+		WithName(proc.owner.GetName()).
+		WithUID(proc.owner.GetUID()).
 		WithController(true).
 		WithBlockOwnerDeletion(true))
 	return owned{
@@ -57,7 +57,7 @@ func newOwned[A applyConfiguration[A], T client.Object](p *schedulingv1alpha1.Sc
 // desired values: re-applying identical content can still write (and bump resourceVersion), and a
 // steady-state reconcile must write nothing. A field that someone else changed is no longer
 // ours, so the comparison fails and the apply (forced) takes it back.
-func (r *SchedulerProfileReconciler) apply(ctx context.Context, o owned) (changed bool, err error) {
+func (r *processObjects) apply(ctx context.Context, o owned) (changed bool, err error) {
 	live := o.observed.DeepCopyObject().(client.Object)
 	err = r.client.Get(ctx, o.key, live)
 	switch {

@@ -17,7 +17,6 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/utils/ptr"
 
-	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -56,56 +55,56 @@ const defaultLogVerbosity = 2
 // profile's spec and the observed Deployment.
 func replicas(n *int32) int32 { return ptr.Deref(n, 1) }
 
-func buildServiceAccount(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1ac.ServiceAccountApplyConfiguration {
-	return corev1ac.ServiceAccount(serviceAccountName(p), s.namespace).WithLabels(profileLabels(p))
+func buildServiceAccount(proc *process, s settings) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(proc.names.serviceAccount(), s.namespace).WithLabels(proc.labels())
 }
 
 // buildClusterRoleBinding binds the scheduler's ServiceAccount to a bootstrap ClusterRole.
-func buildClusterRoleBinding(p *schedulingv1alpha1.SchedulerProfile, s settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
-	return rbacv1ac.ClusterRoleBinding(clusterRoleBindingName(p, clusterRole[len("system:"):])).
-		WithLabels(profileLabels(p)).
+func buildClusterRoleBinding(proc *process, s settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	return rbacv1ac.ClusterRoleBinding(proc.names.clusterRoleBinding(clusterRole[len("system:"):])).
+		WithLabels(proc.labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(clusterRole)).
-		WithSubjects(serviceAccountSubject(p, s))
+		WithSubjects(serviceAccountSubject(proc, s))
 }
 
 // buildAuthReaderRoleBinding lets the scheduler read the client CA of the cluster, which its
 // secure port needs to authenticate requests.
-func buildAuthReaderRoleBinding(p *schedulingv1alpha1.SchedulerProfile, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(authReaderBindingName(p), authReaderNamespace).
-		WithLabels(profileLabels(p)).
+func buildAuthReaderRoleBinding(proc *process, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(proc.names.authReaderBinding(), authReaderNamespace).
+		WithLabels(proc.labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(authReaderRole)).
-		WithSubjects(serviceAccountSubject(p, s))
+		WithSubjects(serviceAccountSubject(proc, s))
 }
 
 // buildLeaseRole grants the scheduler its own lease: system:kube-scheduler allows get and
 // update only on the lease named kube-scheduler.
-func buildLeaseRole(p *schedulingv1alpha1.SchedulerProfile, s settings, leaseName string) *rbacv1ac.RoleApplyConfiguration {
-	return rbacv1ac.Role(leaseRoleName(p), s.namespace).
-		WithLabels(profileLabels(p)).
+func buildLeaseRole(proc *process, s settings) *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(proc.names.leaseRole(), s.namespace).
+		WithLabels(proc.labels()).
 		WithRules(rbacv1ac.PolicyRule().
 			WithAPIGroups("coordination.k8s.io").
 			WithResources("leases").
-			WithResourceNames(leaseName).
+			WithResourceNames(proc.leaseName).
 			WithVerbs("get", "update"))
 }
 
-func buildLeaseRoleBinding(p *schedulingv1alpha1.SchedulerProfile, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(leaseRoleName(p), s.namespace).
-		WithLabels(profileLabels(p)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(leaseRoleName(p))).
-		WithSubjects(serviceAccountSubject(p, s))
+func buildLeaseRoleBinding(proc *process, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(proc.names.leaseRole(), s.namespace).
+		WithLabels(proc.labels()).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(proc.names.leaseRole())).
+		WithSubjects(serviceAccountSubject(proc, s))
 }
 
-func serviceAccountSubject(p *schedulingv1alpha1.SchedulerProfile, s settings) *rbacv1ac.SubjectApplyConfiguration {
-	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(serviceAccountName(p)).WithNamespace(s.namespace)
+func serviceAccountSubject(proc *process, s settings) *rbacv1ac.SubjectApplyConfiguration {
+	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(proc.names.serviceAccount()).WithNamespace(s.namespace)
 }
 
 // buildConfigMap holds one rendered configuration. It is immutable and named after its hash:
 // a restarted pod of an old ReplicaSet reads exactly the config that was rolled out with it.
-func buildConfigMap(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(configMapName(p, cfg.Hash), s.namespace).
-		WithLabels(profileLabels(p)).
-		WithLabels(map[string]string{LabelConfigHash: cfg.Hash, LabelGeneration: strconv.FormatInt(p.Generation, 10)}).
+func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(proc.names.configMap(cfg.Hash), s.namespace).
+		WithLabels(proc.labels()).
+		WithLabels(map[string]string{LabelConfigHash: cfg.Hash, LabelGeneration: strconv.FormatInt(proc.owner.GetGeneration(), 10)}).
 		WithImmutable(true).
 		WithData(map[string]string{configFileKey: string(cfg.YAML)})
 }
@@ -114,8 +113,8 @@ func buildConfigMap(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *pro
 // strategy is Recreate: without leader election, an old and a new scheduler must never run
 // together. With more, leader election is on and rolling updates keep every replica
 // (maxUnavailable 0).
-func buildDeployment(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
-	n := replicas(p.Spec.Scheduler.Replicas)
+func buildDeployment(proc *process, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
+	n := replicas(proc.run.Replicas)
 	strategy := appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)
 	if n > 1 {
 		strategy = appsv1ac.DeploymentStrategy().
@@ -124,28 +123,28 @@ func buildDeployment(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *pr
 				WithMaxUnavailable(intstr.FromInt32(0)).
 				WithMaxSurge(intstr.FromInt32(1)))
 	}
-	return appsv1ac.Deployment(deploymentName(p), s.namespace).
-		WithLabels(profileLabels(p)).
+	return appsv1ac.Deployment(proc.names.deployment(), s.namespace).
+		WithLabels(proc.labels()).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(n).
 			WithRevisionHistoryLimit(keptConfigMaps).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(p))).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.selectorLabels())).
 			WithStrategy(strategy).
-			WithTemplate(buildPodTemplate(p, s, cfg)))
+			WithTemplate(buildPodTemplate(proc, s, cfg)))
 }
 
-func buildPodTemplate(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
-	sched := p.Spec.Scheduler
+func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
+	sched := proc.run
 	spec := corev1ac.PodSpec().
-		WithServiceAccountName(serviceAccountName(p)).
+		WithServiceAccountName(proc.names.serviceAccount()).
 		WithAutomountServiceAccountToken(true).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithContainers(buildContainer(p, s)).
+		WithContainers(buildContainer(proc, s)).
 		WithVolumes(
 			corev1ac.Volume().WithName(configVolume).
-				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(configMapName(p, cfg.Hash))),
+				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(proc.names.configMap(cfg.Hash))),
 			// The secure port's self-signed certificate is written here; the root file
 			// system is read-only.
 			corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
@@ -162,13 +161,13 @@ func buildPodTemplate(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *p
 		spec.WithPriorityClassName(sched.PriorityClassName)
 	}
 	return corev1ac.PodTemplateSpec().
-		WithLabels(profileLabels(p)).
+		WithLabels(proc.labels()).
 		WithAnnotations(map[string]string{AnnotationConfigHash: cfg.Hash}).
 		WithSpec(spec)
 }
 
-func buildContainer(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1ac.ContainerApplyConfiguration {
-	resources := p.Spec.Scheduler.Resources
+func buildContainer(proc *process, s settings) *corev1ac.ContainerApplyConfiguration {
+	resources := proc.run.Resources
 	if len(resources.Requests) == 0 && len(resources.Limits) == 0 {
 		resources = corev1.ResourceRequirements{Requests: defaultRequests}
 	}
@@ -193,7 +192,7 @@ func buildContainer(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1a
 			"--config="+configDir+"/"+configFileKey,
 			fmt.Sprintf("--secure-port=%d", securePort),
 			"--cert-dir=/tmp",
-			fmt.Sprintf("--v=%d", ptr.Deref(p.Spec.Scheduler.LogVerbosity, defaultLogVerbosity))).
+			fmt.Sprintf("--v=%d", ptr.Deref(proc.run.LogVerbosity, defaultLogVerbosity))).
 		WithPorts(corev1ac.ContainerPort().WithName(securePortName).WithContainerPort(securePort).WithProtocol(corev1.ProtocolTCP)).
 		WithLivenessProbe(probe("/livez", 10, 3).WithInitialDelaySeconds(10)).
 		WithReadinessProbe(probe("/readyz", 5, 3)).
@@ -210,12 +209,12 @@ func buildContainer(p *schedulingv1alpha1.SchedulerProfile, s settings) *corev1a
 
 // buildPodDisruptionBudget keeps one scheduler replica through voluntary disruptions; with
 // leader election any one of them can lead. Only built for more than one replica.
-func buildPodDisruptionBudget(p *schedulingv1alpha1.SchedulerProfile, s settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
-	return policyv1ac.PodDisruptionBudget(deploymentName(p), s.namespace).
-		WithLabels(profileLabels(p)).
+func buildPodDisruptionBudget(proc *process, s settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(proc.names.deployment(), s.namespace).
+		WithLabels(proc.labels()).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMinAvailable(intstr.FromInt32(1)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(p))))
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.selectorLabels())))
 }
 
 func toleration(t corev1.Toleration) *corev1ac.TolerationApplyConfiguration {

@@ -10,17 +10,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-
-	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
 
-// pruneConfigMaps deletes the profile's ConfigMaps that neither the current configuration nor any
+// pruneConfigMaps deletes the process's ConfigMaps that neither the current configuration nor any
 // ReplicaSet of its Deployment uses, but keeps the newest keptConfigMaps of those for rollbacks.
-func (r *SchedulerProfileReconciler) pruneConfigMaps(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, currentHash string) error {
+func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *process, currentHash string) error {
 	inNamespace := client.InNamespace(r.settings.namespace)
-	ofProfile := client.MatchingLabels{LabelProfile: p.Name}
+	ofProfile := client.MatchingLabels{proc.ownerLabel: proc.owner.GetName()}
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, inNamespace, ofProfile); err != nil {
 		return fmt.Errorf("listing ConfigMaps: %w", err)
@@ -29,19 +28,19 @@ func (r *SchedulerProfileReconciler) pruneConfigMaps(ctx context.Context, p *sch
 	if err := r.client.List(ctx, &rss, inNamespace, ofProfile); err != nil {
 		return fmt.Errorf("listing ReplicaSets: %w", err)
 	}
-	for _, cm := range unusedConfigMaps(p, cms.Items, rss.Items, currentHash) {
+	for _, cm := range unusedConfigMaps(proc, cms.Items, rss.Items, currentHash) {
 		if err := r.client.Delete(ctx, &cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ConfigMap %s: %w", cm.Name, err)
 		}
-		log.FromContext(ctx).Info("Deleted unused configuration", "configMap", cm.Name)
+		log.FromContext(ctx).Info("Deleted unused configuration", "ConfigMap", klog.KObj(&cm))
 	}
 	return nil
 }
 
-// unusedConfigMaps picks the ConfigMaps to delete: owned by the profile, not the current one,
+// unusedConfigMaps picks the ConfigMaps to delete: owned by the process, not the current one,
 // not mounted by a ReplicaSet, and older than the newest keptConfigMaps such ones.
-func unusedConfigMaps(p *schedulingv1alpha1.SchedulerProfile, cms []corev1.ConfigMap, rss []appsv1.ReplicaSet, currentHash string) []corev1.ConfigMap {
-	used := map[string]bool{configMapName(p, currentHash): true}
+func unusedConfigMaps(proc *process, cms []corev1.ConfigMap, rss []appsv1.ReplicaSet, currentHash string) []corev1.ConfigMap {
+	used := map[string]bool{proc.names.configMap(currentHash): true}
 	for _, rs := range rss {
 		for _, v := range rs.Spec.Template.Spec.Volumes {
 			if v.ConfigMap != nil {
@@ -51,7 +50,7 @@ func unusedConfigMaps(p *schedulingv1alpha1.SchedulerProfile, cms []corev1.Confi
 	}
 	var unused []corev1.ConfigMap
 	for _, cm := range cms {
-		if !used[cm.Name] && metav1.IsControlledBy(&cm, p) {
+		if !used[cm.Name] && metav1.IsControlledBy(&cm, proc.owner) {
 			unused = append(unused, cm)
 		}
 	}
@@ -72,7 +71,7 @@ func unusedConfigMaps(p *schedulingv1alpha1.SchedulerProfile, cms []corev1.Confi
 	return unused[keptConfigMaps:]
 }
 
-// generation is the profile generation a ConfigMap was rendered for; 0 if unknown.
+// generation is the owner generation a ConfigMap was rendered for; 0 if unknown.
 func generation(cm corev1.ConfigMap) int64 {
 	g, _ := strconv.ParseInt(cm.Labels[LabelGeneration], 10, 64)
 	return g

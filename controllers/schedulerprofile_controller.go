@@ -3,10 +3,8 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,10 +12,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,21 +44,22 @@ import (
 // +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=events,verbs=create;patch
 
 // SchedulerProfileReconciler turns each SchedulerProfile into a validated configuration and the
-// scheduler Deployment that runs it.
+// scheduler Deployment that runs it; for a profile of a shared Scheduler, it reports on the
+// profile what its Scheduler makes of it.
 type SchedulerProfileReconciler struct {
-	client   client.Client
+	processObjects
 	recorder events.EventRecorder
-	settings settings
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
 // image, the image of kube-scheduler with this project's plugins.
 func NewSchedulerProfileReconciler(c client.Client, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return &SchedulerProfileReconciler{client: c, recorder: recorder, settings: settings{namespace: namespace, image: image}}
+	return &SchedulerProfileReconciler{processObjects: processObjects{client: c, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
 }
 
 // SetupWithManager watches profiles, the objects they own (a managed object edited or deleted by
-// hand is restored), and other profiles, whose scheduler names can conflict.
+// hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
+// Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedulingv1alpha1.SchedulerProfile{}).
@@ -75,25 +70,47 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&rbacv1.ClusterRoleBinding{}).
-		// A profile's create, delete or scheduler-name change can start or end a conflict of
-		// the others; status-only updates cannot.
+		// A profile's create, delete or spec change can start or end a conflict of the others;
+		// status-only updates cannot.
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
 			handler.EnqueueRequestsFromMapFunc(r.otherProfiles),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&schedulingv1alpha1.Scheduler{}, handler.EnqueueRequestsFromMapFunc(r.membersOf)).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.membersOfDeployment)).
 		Complete(r)
 }
 
 // otherProfiles enqueues every profile but the one that changed.
 func (r *SchedulerProfileReconciler) otherProfiles(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.profileRequests(ctx, func(p *schedulingv1alpha1.SchedulerProfile) bool { return p.Name != obj.GetName() })
+}
+
+// membersOf enqueues the profiles that name a Scheduler.
+func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.profileRequests(ctx, func(p *schedulingv1alpha1.SchedulerProfile) bool {
+		return p.Spec.SchedulerRef != nil && p.Spec.SchedulerRef.Name == obj.GetName()
+	})
+}
+
+// membersOfDeployment enqueues the profiles of the Scheduler that a Deployment runs.
+func (r *SchedulerProfileReconciler) membersOfDeployment(ctx context.Context, obj client.Object) []reconcile.Request {
+	name, ok := obj.GetLabels()[LabelScheduler]
+	if !ok {
+		return nil
+	}
+	return r.membersOf(ctx, &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+func (r *SchedulerProfileReconciler) profileRequests(ctx context.Context, match func(*schedulingv1alpha1.SchedulerProfile) bool) []reconcile.Request {
 	var list schedulingv1alpha1.SchedulerProfileList
 	if err := r.client.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "Listing SchedulerProfiles for conflicts")
+		log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, p := range list.Items {
-		if p.Name != obj.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}})
+	for i := range list.Items {
+		if match(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
 		}
 	}
 	return reqs
@@ -109,7 +126,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	logger := log.FromContext(ctx).WithValues("schedulerProfile", klog.KObj(p))
+	logger := log.FromContext(ctx).WithValues("SchedulerProfile", klog.KObj(p))
 	ctx = log.IntoContext(ctx, logger)
 
 	obs, reconcileErr := r.reconcile(ctx, p)
@@ -133,11 +150,19 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // observation is what one pass found and did; the status is computed from it.
 type observation struct {
 	schedulerName string
+	// process runs the profile: its own, or its Scheduler's; nil when the Scheduler is missing.
+	process *process
+	// schedulerMissing is set when schedulerRef names a Scheduler that does not exist.
+	schedulerMissing bool
 	// conflictWith is the older profile that claims the same scheduler name.
 	conflictWith string
 	// invalid is the validator's message when the configuration would not start.
 	invalid string
-	// config is the valid configuration that was applied.
+	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
+	// oldest profile of its Scheduler.
+	queueSortConflict string
+	// config is the valid configuration that was applied: the profile's own, or the one of its
+	// Scheduler that serves its latest spec.
 	config *profile.Config
 	// deployment is the live scheduler Deployment, if any.
 	deployment *appsv1.Deployment
@@ -151,12 +176,21 @@ type observation struct {
 // scheduler that runs keeps running its last good configuration.
 func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (*observation, error) {
 	obs := &observation{schedulerName: profile.SchedulerName(p)}
+	if p.Spec.SchedulerRef != nil {
+		return obs, r.reconcileMember(ctx, p, obs)
+	}
+	proc := dedicatedProcess(p, obs.schedulerName)
+	obs.process = proc
 	var err error
-	if obs.deployment, err = r.liveDeployment(ctx, p); err != nil {
+	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return obs, err
 	}
-	if obs.conflictWith, err = r.conflictingProfile(ctx, p, obs.schedulerName); err != nil || obs.conflictWith != "" {
-		return obs, err
+	var list schedulingv1alpha1.SchedulerProfileList
+	if err := r.client.List(ctx, &list); err != nil {
+		return obs, fmt.Errorf("listing SchedulerProfiles: %w", err)
+	}
+	if obs.conflictWith = conflictingProfile(p, list.Items, obs.schedulerName); obs.conflictWith != "" {
+		return obs, nil
 	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.namespace})
 	if err != nil {
@@ -168,107 +202,47 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, nil
 	}
 	obs.config = cfg
-	if err := r.applyAll(ctx, p, cfg); err != nil {
+	if obs.deployment, err = r.run(ctx, proc, cfg); err != nil {
 		return obs, err
 	}
 	obs.applied = true
-	if err := r.deleteUnwantedPDB(ctx, p); err != nil {
-		return obs, err
-	}
-	if err := r.pruneConfigMaps(ctx, p, cfg.Hash); err != nil {
-		return obs, err
-	}
-	obs.deployment, err = r.liveDeployment(ctx, p)
-	return obs, err
+	return obs, nil
 }
 
-// desiredObjects are the objects a valid profile owns, the ConfigMap before the Deployment that
-// mounts it.
-func (r *SchedulerProfileReconciler) desiredObjects(p *schedulingv1alpha1.SchedulerProfile, cfg *profile.Config) []owned {
-	s := r.settings
-	objs := []owned{
-		newOwned(p, buildServiceAccount(p, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
-		newOwned(p, buildClusterRoleBinding(p, s, kubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
-		newOwned(p, buildClusterRoleBinding(p, s, volumeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
-		newOwned(p, buildAuthReaderRoleBinding(p, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
-		newOwned(p, buildLeaseRole(p, s, cfg.SchedulerName), &rbacv1.Role{}, rbacv1ac.ExtractRole),
-		newOwned(p, buildLeaseRoleBinding(p, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
-		newOwned(p, buildConfigMap(p, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
-	}
-	if replicas(p.Spec.Scheduler.Replicas) > 1 {
-		objs = append(objs, newOwned(p, buildPodDisruptionBudget(p, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
-	}
-	return append(objs, newOwned(p, buildDeployment(p, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
-}
-
-func (r *SchedulerProfileReconciler) applyAll(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, cfg *profile.Config) error {
-	for _, o := range r.desiredObjects(p, cfg) {
-		changed, err := r.apply(ctx, o)
-		if err != nil {
-			return err
+// reconcileMember observes a profile of a shared Scheduler: the Scheduler's reconciler runs the
+// process, and this pass works out the same plan to tell the profile what became of it. Once the
+// shared scheduler serves the profile, the scheduler it may have run on its own is removed.
+func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, obs *observation) error {
+	s := &schedulingv1alpha1.Scheduler{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: p.Spec.SchedulerRef.Name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			obs.schedulerMissing = true
+			return nil
 		}
-		if changed {
-			log.FromContext(ctx).V(1).Info("Applied", "kind", fmt.Sprintf("%T", o.observed), "object", o.key)
-		}
+		return fmt.Errorf("reading Scheduler %s: %w", p.Spec.SchedulerRef.Name, err)
 	}
-	return nil
-}
-
-func (r *SchedulerProfileReconciler) liveDeployment(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: deploymentName(p)}, d)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	proc := sharedProcess(s)
+	obs.process = proc
+	var err error
+	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
+		return err
 	}
+	pl, err := r.planScheduler(ctx, s, proc, obs.deployment)
 	if err != nil {
-		return nil, fmt.Errorf("reading the scheduler Deployment: %w", err)
+		return err
 	}
-	return d, nil
-}
-
-// conflictingProfile returns the oldest other profile that resolves to the same scheduler name,
-// if it is older than p: the older profile keeps the name.
-func (r *SchedulerProfileReconciler) conflictingProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, name string) (string, error) {
-	var list schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &list); err != nil {
-		return "", fmt.Errorf("listing SchedulerProfiles: %w", err)
-	}
-	claimants := []schedulingv1alpha1.SchedulerProfile{*p}
-	for _, other := range list.Items {
-		if other.Name != p.Name && other.DeletionTimestamp == nil && profile.SchedulerName(&other) == name {
-			claimants = append(claimants, other)
-		}
-	}
-	oldest := slices.MinFunc(claimants, func(a, b schedulingv1alpha1.SchedulerProfile) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	if oldest.Name == p.Name {
-		return "", nil
-	}
-	return oldest.Name, nil
-}
-
-// deleteUnwantedPDB removes the PodDisruptionBudget of a profile scaled down to one replica.
-func (r *SchedulerProfileReconciler) deleteUnwantedPDB(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) error {
-	if replicas(p.Spec.Scheduler.Replicas) > 1 {
+	m := pl.member(p.Name)
+	if m == nil {
 		return nil
 	}
-	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: deploymentName(p)}, pdb)
-	if apierrors.IsNotFound(err) {
+	obs.conflictWith, obs.invalid, obs.queueSortConflict = m.conflictWith, m.invalid, m.queueSortConflict
+	if m.refused() || pl.config == nil {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading the PodDisruptionBudget: %w", err)
-	}
-	if !metav1.IsControlledBy(pdb, p) {
-		return nil
-	}
-	if err := r.client.Delete(ctx, pdb); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting the PodDisruptionBudget: %w", err)
+	obs.config = pl.config
+	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[AnnotationConfigHash] == pl.config.Hash
+	if obs.applied && obs.deployment.Status.AvailableReplicas > 0 {
+		return r.removeProcess(ctx, dedicatedProcess(p, obs.schedulerName))
 	}
 	return nil
 }

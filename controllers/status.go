@@ -22,8 +22,8 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	if obs.config != nil && obs.applied {
 		st.ObservedGeneration = p.Generation
 		st.ConfigHash = obs.config.Hash
-		st.ConfigMapName = configMapName(p, obs.config.Hash)
-		st.DeploymentName = deploymentName(p)
+		st.ConfigMapName = obs.process.names.configMap(obs.config.Hash)
+		st.DeploymentName = obs.process.names.deployment()
 	}
 	setConfigValidCondition(p, obs)
 	setAvailableCondition(p, obs)
@@ -32,12 +32,17 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 }
 
 func setCondition(p *schedulingv1alpha1.SchedulerProfile, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
+	setConditionOn(&p.Status.Conditions, p.Generation, typ, status, reason, message)
+}
+
+// setConditionOn sets a condition of either kind, for the generation it describes.
+func setConditionOn(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
 		Message:            message,
-		ObservedGeneration: p.Generation,
+		ObservedGeneration: generation,
 	})
 }
 
@@ -49,6 +54,9 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 	case obs.invalid != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig,
 			"the scheduler would refuse this configuration, so it is not rolled out: "+obs.invalid)
+	case obs.queueSortConflict != "":
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonQueueSortConflict,
+			"the profiles of one scheduler must sort the queue alike, and this one differs from the oldest profile of Scheduler "+p.Spec.SchedulerRef.Name+", so it is not rolled out: "+obs.queueSortConflict)
 	case obs.config != nil:
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, schedulingv1alpha1.ReasonConfigAccepted,
 			"the configuration passed the scheduler's decoding, validation and plugin construction")
@@ -56,35 +64,47 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 }
 
 func setAvailableCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
-	d := obs.deployment
+	if obs.schedulerMissing {
+		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNotFound,
+			fmt.Sprintf("Scheduler %q does not exist; the profile runs once it is created", p.Spec.SchedulerRef.Name))
+		return
+	}
+	status, reason, message := availability(obs.deployment)
+	setCondition(p, schedulingv1alpha1.ConditionAvailable, status, reason, message)
+}
+
+// availability is the Available condition of a process from its Deployment.
+func availability(d *appsv1.Deployment) (metav1.ConditionStatus, string, string) {
 	switch {
 	case d == nil:
-		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut,
-			"no valid configuration has been rolled out yet")
+		return metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut, "no valid configuration has been rolled out yet"
 	case d.Status.AvailableReplicas > 0:
-		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable,
-			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, replicas(d.Spec.Replicas)))
+		return metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable,
+			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, replicas(d.Spec.Replicas))
 	default:
-		setCondition(p, schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoReplicasAvailable,
-			fmt.Sprintf("0 of %d scheduler replicas are available", replicas(d.Spec.Replicas)))
+		return metav1.ConditionFalse, schedulingv1alpha1.ReasonNoReplicasAvailable,
+			fmt.Sprintf("0 of %d scheduler replicas are available", replicas(d.Spec.Replicas))
 	}
 }
 
 func setProgressingCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
-	d := obs.deployment
-	if d == nil || p.Status.ConfigHash == "" {
-		setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut,
-			"no valid configuration has been rolled out yet")
-		return
+	status, reason, message := progress(obs.deployment, p.Status.ConfigHash, p.Status.ConfigMapName)
+	setCondition(p, schedulingv1alpha1.ConditionProgressing, status, reason, message)
+}
+
+// progress is the Progressing condition of a process from its Deployment and the configuration
+// it should run.
+func progress(d *appsv1.Deployment, hash, configMap string) (metav1.ConditionStatus, string, string) {
+	switch {
+	case d == nil || hash == "":
+		return metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut, "no valid configuration has been rolled out yet"
+	case rolledOut(d, hash):
+		return metav1.ConditionFalse, schedulingv1alpha1.ReasonRolloutComplete, "every scheduler replica runs the configuration " + configMap
+	default:
+		return metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut,
+			fmt.Sprintf("rolling out the configuration %s: %d of %d replicas updated, %d available",
+				configMap, d.Status.UpdatedReplicas, replicas(d.Spec.Replicas), d.Status.AvailableReplicas)
 	}
-	if rolledOut(d, p.Status.ConfigHash) {
-		setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonRolloutComplete,
-			"every scheduler replica runs the configuration "+p.Status.ConfigMapName)
-		return
-	}
-	setCondition(p, schedulingv1alpha1.ConditionProgressing, metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut,
-		fmt.Sprintf("rolling out the configuration %s: %d of %d replicas updated, %d available",
-			p.Status.ConfigMapName, d.Status.UpdatedReplicas, replicas(d.Spec.Replicas), d.Status.AvailableReplicas))
 }
 
 // rolledOut tells whether every replica of the Deployment runs the configuration with hash.
@@ -101,6 +121,9 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case d != nil && obs.invalid != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 			"the latest change is invalid (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	case d != nil && obs.queueSortConflict != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonQueueSortConflict,
+			"the latest change conflicts with the queue sort of the Scheduler (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
 	case d != nil && obs.conflictWith != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
 			"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)

@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Condition types of a SchedulerProfile.
+// Condition types of a SchedulerProfile; a Scheduler has all but ConfigValid.
 const (
 	// ConditionConfigValid is True when the rendered configuration passed the scheduler's own checks.
 	ConditionConfigValid = "ConfigValid"
@@ -21,6 +21,9 @@ const (
 	ReasonInvalidConfig = "InvalidConfig"
 	// ReasonSchedulerNameConflict means an older profile already claims the same schedulerName.
 	ReasonSchedulerNameConflict = "SchedulerNameConflict"
+	// ReasonQueueSortConflict means the profile's queueSort plugin or its args differ from those of
+	// the oldest profile of its Scheduler; upstream requires one queue sort per process.
+	ReasonQueueSortConflict = "QueueSortConflict"
 )
 
 // Reasons of the Available condition.
@@ -31,6 +34,12 @@ const (
 	ReasonNoReplicasAvailable = "NoReplicasAvailable"
 	// ReasonNotRolledOut means no valid configuration has been rolled out, so no scheduler runs.
 	ReasonNotRolledOut = "NotRolledOut"
+	// ReasonSchedulerNotFound means the Scheduler that spec.schedulerRef names does not exist; the
+	// profile runs as soon as it is created.
+	ReasonSchedulerNotFound = "SchedulerNotFound"
+	// ReasonNoProfiles means no SchedulerProfile with a valid configuration names the Scheduler,
+	// so no scheduler process runs.
+	ReasonNoProfiles = "NoProfiles"
 )
 
 // Reasons of the Progressing condition.

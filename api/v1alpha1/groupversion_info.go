@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	// GroupVersion is the group and version of the SchedulerProfile API.
+	// GroupVersion is the group and version of the SchedulerProfile and Scheduler API.
 	GroupVersion = schema.GroupVersion{Group: "scheduling.schedops.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this group version into a scheme.
@@ -25,7 +25,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &SchedulerProfile{}, &SchedulerProfileList{})
+	scheme.AddKnownTypes(GroupVersion, &SchedulerProfile{}, &SchedulerProfileList{}, &Scheduler{}, &SchedulerList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -22,12 +22,14 @@ const DefaultSchedulerName = "default-scheduler"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=sp,categories=scheduling
 // +kubebuilder:printcolumn:name="Scheduler",type=string,JSONPath=`.status.schedulerName`
+// +kubebuilder:printcolumn:name="Shared",type=string,JSONPath=`.spec.schedulerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigValid")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters so that the names derived from it stay valid"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (lower case letters, digits and '-'), because it is the default schedulerName"
 // +kubebuilder:validation:XValidation:rule="(has(self.spec) && has(self.spec.schedulerName)) || self.metadata.name != 'default-scheduler'",message="a profile named default-scheduler must set spec.schedulerName to another name: default-scheduler belongs to the cluster's own scheduler"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.schedulerRef) || (!has(self.spec.scheduler) && !has(self.spec.extenders))",message="a profile with spec.schedulerRef runs in that Scheduler's process: set replicas, resources, placement, log verbosity and extenders on the Scheduler, not in spec.scheduler or spec.extenders"
 type SchedulerProfile struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -90,9 +92,27 @@ type SchedulerProfileSpec struct {
 
 	// scheduler sets how the managed scheduler Deployment runs. The image is not configurable here:
 	// it is the operator's scheduler image, so that a profile author cannot run other code with the
-	// scheduler's cluster-wide permissions.
+	// scheduler's cluster-wide permissions. Not allowed with schedulerRef: a shared process is
+	// set up on its Scheduler.
 	// +optional
-	Scheduler SchedulerSettings `json:"scheduler,omitempty"`
+	Scheduler SchedulerSettings `json:"scheduler,omitzero"`
+
+	// schedulerRef makes this profile one of the profiles of a shared Scheduler process instead of
+	// running a scheduler of its own. Profiles of one Scheduler share its cache and queue, so their
+	// decisions never conflict, and each added profile costs little memory. Without it, the profile
+	// runs its own scheduler Deployment.
+	// +optional
+	SchedulerRef *SchedulerReference `json:"schedulerRef,omitempty"`
+}
+
+// SchedulerReference names a Scheduler.
+type SchedulerReference struct {
+	// name of the Scheduler (cluster-scoped) that runs this profile.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
 }
 
 // Plugins lists the plugins to enable or disable at each extension point of the scheduling framework,

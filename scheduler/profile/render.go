@@ -34,7 +34,7 @@ type Config struct {
 	YAML []byte
 	// Hash is the first HashLength hex characters of the sha256 of YAML.
 	Hash string
-	// SchedulerName is the profile's resolved scheduler name.
+	// SchedulerName is the resolved scheduler name of the first profile.
 	SchedulerName string
 }
 
@@ -93,53 +93,108 @@ func SchedulerName(p *v1alpha1.SchedulerProfile) string {
 	return p.Name
 }
 
-// Render builds the KubeSchedulerConfiguration of a profile: one profile with the spec's
-// plugins, pluginConfig and percentageOfNodesToScore, the spec's extenders, leader election on a
-// lease named after the scheduler in settings.Namespace (elections only run with more than one
-// replica), and the in-cluster client connection. The same spec always gives the same bytes:
-// map keys are sorted, and lists keep the order the user gave, which is meaningful (plugins run
-// in that order).
+// Render builds the KubeSchedulerConfiguration of a profile that runs its own scheduler: one
+// profile with the spec's plugins, pluginConfig and percentageOfNodesToScore, the spec's
+// extenders, leader election on a lease named after the scheduler in settings.Namespace
+// (elections only run with more than one replica), and the in-cluster client connection. The
+// same spec always gives the same bytes: map keys are sorted, and lists keep the order the user
+// gave, which is meaningful (plugins run in that order).
 func Render(p *v1alpha1.SchedulerProfile, settings Settings) (*Config, error) {
-	if settings.Namespace == "" {
-		return nil, fmt.Errorf("rendering %s: the lease namespace is empty", p.Name)
+	prof, err := RenderProfile(p)
+	if err != nil {
+		return nil, err
 	}
-	name := SchedulerName(p)
-	spec := &p.Spec
+	return RenderProcess(Process{
+		Namespace: settings.Namespace,
+		LeaseName: prof.SchedulerName,
+		Replicas:  ptr.Deref(p.Spec.Scheduler.Replicas, 1),
+		Extenders: p.Spec.Extenders,
+	}, []Profile{prof})
+}
 
+// Profile is one rendered entry of the profiles of a configuration.
+type Profile struct {
+	// SchedulerName is the name pods use to choose the entry.
+	SchedulerName string
+	entry         renderedProfile
+}
+
+// Process is what a scheduler process sets around its profiles.
+type Process struct {
+	// Namespace holds the leader-election lease: the operator's namespace.
+	Namespace string
+	// LeaseName names the lease.
+	LeaseName string
+	// Replicas of the scheduler; with more than one, leader election is on.
+	Replicas int32
+	// Extenders are called by every profile of the process.
+	Extenders []v1alpha1.Extender
+}
+
+// RenderProfile renders the entry of one profile, as it appears in the profiles of a
+// configuration.
+func RenderProfile(p *v1alpha1.SchedulerProfile) (Profile, error) {
+	spec := &p.Spec
 	prof := renderedProfile{
-		SchedulerName:            name,
+		SchedulerName:            SchedulerName(p),
 		PercentageOfNodesToScore: spec.PercentageOfNodesToScore,
 		Plugins:                  convertPlugins(spec.Plugins),
 	}
 	for i, pc := range spec.PluginConfig {
 		args, err := normalizeArgs(pc.Args)
 		if err != nil {
-			return nil, fmt.Errorf("spec.pluginConfig[%d].args: %w", i, err)
+			return Profile{}, fmt.Errorf("spec.pluginConfig[%d].args: %w", i, err)
 		}
 		prof.PluginConfig = append(prof.PluginConfig, configv1.PluginConfig{Name: pc.Name, Args: args})
 	}
+	return Profile{SchedulerName: prof.SchedulerName, entry: prof}, nil
+}
 
+// RenderProcess builds the configuration of one scheduler process with the given profiles, in
+// that order; the same input always gives the same bytes.
+func RenderProcess(proc Process, profiles []Profile) (*Config, error) {
+	if proc.Namespace == "" {
+		return nil, fmt.Errorf("rendering the scheduler of lease %q: the lease namespace is empty", proc.LeaseName)
+	}
+	if len(profiles) == 0 {
+		return nil, fmt.Errorf("rendering the scheduler of lease %q: no profiles", proc.LeaseName)
+	}
 	doc := document{
 		APIVersion: configv1.SchemeGroupVersion.String(),
 		Kind:       "KubeSchedulerConfiguration",
 		LeaderElection: leaderElection{
-			LeaderElect:       ptr.Deref(spec.Scheduler.Replicas, 1) > 1,
+			LeaderElect:       proc.Replicas > 1,
 			ResourceLock:      "leases",
-			ResourceName:      name,
-			ResourceNamespace: settings.Namespace,
+			ResourceName:      proc.LeaseName,
+			ResourceNamespace: proc.Namespace,
 		},
-		Profiles: []renderedProfile{prof},
 	}
-	for _, e := range spec.Extenders {
+	for _, p := range profiles {
+		doc.Profiles = append(doc.Profiles, p.entry)
+	}
+	for _, e := range proc.Extenders {
 		doc.Extenders = append(doc.Extenders, convertExtender(e))
 	}
-
 	out, err := yaml.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("rendering %s: %w", p.Name, err)
+		return nil, fmt.Errorf("rendering the scheduler of lease %q: %w", proc.LeaseName, err)
 	}
 	sum := sha256.Sum256(out)
-	return &Config{YAML: out, Hash: hex.EncodeToString(sum[:])[:HashLength], SchedulerName: name}, nil
+	return &Config{YAML: out, Hash: hex.EncodeToString(sum[:])[:HashLength], SchedulerName: profiles[0].SchedulerName}, nil
+}
+
+// ProfilesIn reads the profiles of a rendered configuration back, by scheduler name: a shared
+// scheduler keeps serving a member's last good entry, taken from the configuration that runs.
+func ProfilesIn(data []byte) (map[string]Profile, error) {
+	var doc document
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("reading a rendered configuration: %w", err)
+	}
+	out := make(map[string]Profile, len(doc.Profiles))
+	for _, p := range doc.Profiles {
+		out[p.SchedulerName] = Profile{SchedulerName: p.SchedulerName, entry: p}
+	}
+	return out, nil
 }
 
 // normalizeArgs re-encodes free-form args through a map, so their key order (and so the bytes

@@ -59,12 +59,11 @@ func Validate(data []byte) field.ErrorList {
 		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, "not a KubeSchedulerConfiguration with one profile")}
 	}
 	v := &validator{written: written.Profiles[0], known: registry.All()}
-	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	cfg, err := decodeConfig(data)
 	if err != nil {
 		return decodeErrors(err)
 	}
-	cfg, ok := obj.(*schedulerconfig.KubeSchedulerConfiguration)
-	if !ok || len(cfg.Profiles) != 1 {
+	if len(cfg.Profiles) != 1 {
 		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, "not a KubeSchedulerConfiguration with one profile")}
 	}
 	v.cfg = cfg
@@ -256,23 +255,82 @@ func fieldErrors(err error) []*field.Error {
 
 // buildScheduler builds the scheduler as kube-scheduler's Setup does, against a fake clientset.
 func (v *validator) buildScheduler() field.ErrorList {
+	if err := newScheduler(v.cfg); err != nil {
+		return field.ErrorList{v.schedulerError(err)}
+	}
+	return nil
+}
+
+// newScheduler runs scheduler.New with a configuration and our registry against a fake clientset.
+func newScheduler(cfg *schedulerconfig.KubeSchedulerConfiguration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := fake.NewClientset()
 	dynInformerFactory := dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0)
 	recorders := func(string) events.EventRecorderLogger { return events.NewFakeRecorder(0) }
 	_, err := scheduler.New(ctx, client, scheduler.NewInformerFactory(client, 0, nil), dynInformerFactory, recorders,
-		scheduler.WithComponentConfigVersion(v.cfg.APIVersion),
-		scheduler.WithProfiles(v.cfg.Profiles...),
-		scheduler.WithPercentageOfNodesToScore(v.cfg.PercentageOfNodesToScore),
+		scheduler.WithComponentConfigVersion(cfg.APIVersion),
+		scheduler.WithProfiles(cfg.Profiles...),
+		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
 		scheduler.WithFrameworkOutOfTreeRegistry(registry.OutOfTree()),
-		scheduler.WithExtenders(v.cfg.Extenders...),
-		scheduler.WithParallelism(v.cfg.Parallelism),
+		scheduler.WithExtenders(cfg.Extenders...),
+		scheduler.WithParallelism(cfg.Parallelism),
 	)
+	return err
+}
+
+// decodeConfig decodes a rendered configuration strictly through kube-scheduler's scheme, with
+// its defaults, as the scheduler reads its --config.
+func decodeConfig(data []byte) (*schedulerconfig.KubeSchedulerConfiguration, error) {
+	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
-		return field.ErrorList{v.schedulerError(err)}
+		return nil, err
 	}
-	return nil
+	cfg, ok := obj.(*schedulerconfig.KubeSchedulerConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("not a KubeSchedulerConfiguration: %T", obj)
+	}
+	return cfg, nil
+}
+
+// ValidateProcess checks the configuration of a scheduler process with several profiles as the
+// scheduler will when it starts: decoding, kube-scheduler's validation and scheduler.New. Each
+// profile passed Validate on its own before; this finds what only their combination breaks.
+func ValidateProcess(data []byte) error {
+	cfg, err := decodeConfig(data)
+	if err != nil {
+		return err
+	}
+	if agg := validation.ValidateKubeSchedulerConfiguration(cfg); agg != nil {
+		return agg
+	}
+	return newScheduler(cfg)
+}
+
+// QueueSortConflict compares the queue sort of p (plugin and args, after kube-scheduler's
+// defaulting) with that of first, as upstream does for the profiles of one process, which must
+// all sort the queue alike. It returns the scheduler's message, or "" when they agree.
+func QueueSortConflict(first, p Profile) (string, error) {
+	cfg, err := RenderProcess(Process{Namespace: "queue-sort", LeaseName: "queue-sort"}, []Profile{first, p})
+	if err != nil {
+		return "", err
+	}
+	decoded, err := decodeConfig(cfg.YAML)
+	if err != nil {
+		return "", err
+	}
+	agg := validation.ValidateKubeSchedulerConfiguration(decoded)
+	if agg == nil {
+		return "", nil
+	}
+	var msgs []string
+	for _, err := range utilerrors.Flatten(agg).Errors() {
+		var fe *field.Error
+		if errors.As(err, &fe) && strings.HasPrefix(fe.Field, "profiles[1].") && (strings.Contains(fe.Field, "queueSort") || strings.Contains(fe.Detail, "queueSort")) {
+			msgs = append(msgs, strings.Replace(fe.Field, "profiles[1].", "spec.", 1)+": "+fe.Detail)
+		}
+	}
+	return strings.Join(msgs, "; "), nil
 }
 
 var (

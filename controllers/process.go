@@ -1,0 +1,98 @@
+package controllers
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// process is one managed scheduler process: the object that owns it (a SchedulerProfile that runs
+// its own scheduler, or a Scheduler shared by several profiles), how it runs, and the names of
+// the objects it needs. Rendering, owned objects, rollout and pruning are written once for both.
+type process struct {
+	// owner owns every object of the process; deleting it collects them.
+	owner client.Object
+	// kind is the owner's kind, for owner references.
+	kind string
+	// names derive the names of the owned objects.
+	names objectNames
+	// run is how the Deployment runs.
+	run schedulingv1alpha1.SchedulerSettings
+	// extenders are called by every profile of the process.
+	extenders []schedulingv1alpha1.Extender
+	// leaseName is the leader-election lease in the operator's namespace.
+	leaseName string
+	// ownerLabel is the label key that selects the process's objects (ConfigMaps, ReplicaSets,
+	// pods) with the owner's name as value.
+	ownerLabel string
+}
+
+// objectNames derive the names of a process's objects from its owner's name. A profile's objects
+// are "<name>-scheduler", "<name>-config-<hash>", ...; a Scheduler's use "." where a profile's use
+// "-": names are DNS-1123 labels, which have no ".", so a Scheduler and a profile of the same
+// name never share an object.
+type objectNames struct {
+	base string
+	sep  string
+	// bindingID is the middle of the ClusterRoleBinding names.
+	bindingID string
+}
+
+func (n objectNames) deployment() string           { return n.base + n.sep + "scheduler" }
+func (n objectNames) serviceAccount() string       { return n.base + n.sep + "scheduler" }
+func (n objectNames) configMap(hash string) string { return n.base + n.sep + "config-" + hash }
+func (n objectNames) leaseRole() string            { return n.base + n.sep + "scheduler-lease" }
+
+func (n objectNames) clusterRoleBinding(role string) string {
+	return "scheduler-profile-operator:" + n.bindingID + ":" + role
+}
+
+func (n objectNames) authReaderBinding() string {
+	return "scheduler-profile-operator:" + n.bindingID + ":authentication-reader"
+}
+
+// dedicatedProcess is the scheduler process of a profile without schedulerRef; its objects keep
+// the names they always had, so an upgrade restarts nothing.
+func dedicatedProcess(p *schedulingv1alpha1.SchedulerProfile, leaseName string) *process {
+	return &process{
+		owner:      p,
+		kind:       "SchedulerProfile",
+		names:      objectNames{base: p.Name, sep: "-", bindingID: p.Name},
+		run:        p.Spec.Scheduler,
+		extenders:  p.Spec.Extenders,
+		leaseName:  leaseName,
+		ownerLabel: LabelProfile,
+	}
+}
+
+// sharedProcess is the scheduler process of a Scheduler. Its lease, like its objects, has a "."
+// in its name, so it cannot be the lease of a profile's scheduler name.
+func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
+	names := objectNames{base: s.Name, sep: ".", bindingID: s.Name + ".scheduler"}
+	return &process{
+		owner:      s,
+		kind:       "Scheduler",
+		names:      names,
+		run:        s.Spec.SchedulerSettings,
+		extenders:  s.Spec.Extenders,
+		leaseName:  names.deployment(),
+		ownerLabel: LabelScheduler,
+	}
+}
+
+// labels are the labels of every object of the process.
+func (proc *process) labels() map[string]string {
+	return map[string]string{
+		labelName:       "kube-scheduler",
+		labelInstance:   proc.owner.GetName(),
+		labelManagedBy:  FieldManager,
+		labelComponent:  "scheduler",
+		proc.ownerLabel: proc.owner.GetName(),
+	}
+}
+
+// selectorLabels select the scheduler pods of the process; they never change, since a
+// Deployment's selector is immutable.
+func (proc *process) selectorLabels() map[string]string {
+	return map[string]string{labelName: "kube-scheduler", proc.ownerLabel: proc.owner.GetName()}
+}

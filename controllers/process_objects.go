@@ -1,0 +1,184 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// processObjects applies, reads and prunes the objects of scheduler processes; both reconcilers
+// use it, so a dedicated and a shared scheduler run the same way.
+type processObjects struct {
+	client   client.Client
+	settings settings
+}
+
+// run applies the objects of a process with a valid configuration, removes what it no longer
+// needs, and returns its live Deployment.
+func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Config) (*appsv1.Deployment, error) {
+	if err := r.applyAll(ctx, proc, cfg); err != nil {
+		return nil, err
+	}
+	if err := r.deleteUnwantedPDB(ctx, proc); err != nil {
+		return nil, err
+	}
+	if err := r.pruneConfigMaps(ctx, proc, cfg.Hash); err != nil {
+		return nil, err
+	}
+	return r.liveDeployment(ctx, proc)
+}
+
+// desiredObjects are the objects of a process with a valid configuration, the ConfigMap before
+// the Deployment that mounts it.
+func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config) []owned {
+	s := r.settings
+	objs := []owned{
+		newOwned(proc, buildServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
+		newOwned(proc, buildClusterRoleBinding(proc, s, kubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
+		newOwned(proc, buildClusterRoleBinding(proc, s, volumeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
+		newOwned(proc, buildAuthReaderRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
+		newOwned(proc, buildLeaseRole(proc, s), &rbacv1.Role{}, rbacv1ac.ExtractRole),
+		newOwned(proc, buildLeaseRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
+		newOwned(proc, buildConfigMap(proc, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
+	}
+	if replicas(proc.run.Replicas) > 1 {
+		objs = append(objs, newOwned(proc, buildPodDisruptionBudget(proc, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
+	}
+	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
+}
+
+func (r *processObjects) applyAll(ctx context.Context, proc *process, cfg *profile.Config) error {
+	for _, o := range r.desiredObjects(proc, cfg) {
+		changed, err := r.apply(ctx, o)
+		if err != nil {
+			return err
+		}
+		if changed {
+			log.FromContext(ctx).V(1).Info("Applied", kindOf(o.observed), klog.KRef(o.key.Namespace, o.key.Name))
+		}
+	}
+	return nil
+}
+
+// kindOf names the kind of a typed object, for log keys ("Deployment").
+func kindOf(obj client.Object) string {
+	t := fmt.Sprintf("%T", obj)
+	for i := len(t) - 1; i >= 0; i-- {
+		if t[i] == '.' {
+			return t[i+1:]
+		}
+	}
+	return t
+}
+
+// liveDeployment reads the process's Deployment from the cache; nil when there is none.
+func (r *processObjects) liveDeployment(ctx context.Context, proc *process) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: proc.names.deployment()}, d)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the scheduler Deployment: %w", err)
+	}
+	return d, nil
+}
+
+// runningConfig reads the ConfigMap that the process's Deployment mounts now; nil when there is
+// none.
+func (r *processObjects) runningConfig(ctx context.Context, proc *process, d *appsv1.Deployment) (*corev1.ConfigMap, error) {
+	if d == nil {
+		return nil, nil
+	}
+	hash := d.Spec.Template.Annotations[AnnotationConfigHash]
+	if hash == "" {
+		return nil, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: proc.names.configMap(hash)}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the running configuration: %w", err)
+	}
+	return cm, nil
+}
+
+// deleteUnwantedPDB removes the PodDisruptionBudget of a process scaled down to one replica.
+func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *process) error {
+	if replicas(proc.run.Replicas) > 1 {
+		return nil
+	}
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: proc.names.deployment()}, pdb)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading the PodDisruptionBudget: %w", err)
+	}
+	if !metav1.IsControlledBy(pdb, proc.owner) {
+		return nil
+	}
+	if err := r.client.Delete(ctx, pdb); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the PodDisruptionBudget: %w", err)
+	}
+	return nil
+}
+
+// removeProcess deletes the objects of a process that its owner still controls, the Deployment
+// first: a profile that joined a Scheduler, once the Scheduler serves it, needs no scheduler of
+// its own. Objects already gone are skipped, so a later pass writes nothing.
+func (r *processObjects) removeProcess(ctx context.Context, proc *process) error {
+	ns := r.settings.namespace
+	at := func(namespace, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: namespace, Name: name} }
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: at(ns, proc.names.deployment())},
+		&policyv1.PodDisruptionBudget{ObjectMeta: at(ns, proc.names.deployment())},
+		&corev1.ServiceAccount{ObjectMeta: at(ns, proc.names.serviceAccount())},
+		&rbacv1.Role{ObjectMeta: at(ns, proc.names.leaseRole())},
+		&rbacv1.RoleBinding{ObjectMeta: at(ns, proc.names.leaseRole())},
+		&rbacv1.RoleBinding{ObjectMeta: at(authReaderNamespace, proc.names.authReaderBinding())},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.names.clusterRoleBinding(kubeSchedulerClusterRole[len("system:"):]))},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.names.clusterRoleBinding(volumeSchedulerClusterRole[len("system:"):]))},
+	}
+	var cms corev1.ConfigMapList
+	if err := r.client.List(ctx, &cms, client.InNamespace(ns), client.MatchingLabels{proc.ownerLabel: proc.owner.GetName()}); err != nil {
+		return fmt.Errorf("listing ConfigMaps: %w", err)
+	}
+	for i := range cms.Items {
+		objs = append(objs, &cms.Items[i])
+	}
+	for _, obj := range objs {
+		if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("reading %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+		}
+		if !metav1.IsControlledBy(obj, proc.owner) {
+			continue
+		}
+		if err := r.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+		}
+		log.FromContext(ctx).Info("Deleted the object of a scheduler no longer needed", kindOf(obj), klog.KObj(obj))
+	}
+	return nil
+}

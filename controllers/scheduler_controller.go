@@ -1,0 +1,221 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulers/finalizers,verbs=update
+
+// SchedulerReconciler runs each Scheduler as one scheduler process whose configuration has one
+// profile per member SchedulerProfile.
+type SchedulerReconciler struct {
+	processObjects
+	recorder events.EventRecorder
+}
+
+// NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with image.
+func NewSchedulerReconciler(c client.Client, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
+	return &SchedulerReconciler{processObjects: processObjects{client: c, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+}
+
+// SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
+// or leave them.
+func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&schedulingv1alpha1.Scheduler{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&rbacv1.ClusterRoleBinding{}).
+		Watches(&schedulingv1alpha1.SchedulerProfile{},
+			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
+
+// schedulersOf enqueues the Scheduler a profile names and every Scheduler that serves it now (the
+// one it left, when its ref changed). Every profile's name claim can conflict with a member, so
+// a profile without a ref enqueues the Schedulers that serve its scheduler name.
+func (r *SchedulerReconciler) schedulersOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	p, ok := obj.(*schedulingv1alpha1.SchedulerProfile)
+	if !ok {
+		return nil
+	}
+	names := map[string]bool{}
+	if p.Spec.SchedulerRef != nil {
+		names[p.Spec.SchedulerRef.Name] = true
+	}
+	var list schedulingv1alpha1.SchedulerList
+	if err := r.client.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "Listing Schedulers")
+	}
+	for _, s := range list.Items {
+		for _, m := range s.Status.Profiles {
+			if m.Name == p.Name || m.SchedulerName == profile.SchedulerName(p) {
+				names[s.Name] = true
+			}
+		}
+	}
+	var reqs []reconcile.Request
+	for name := range names {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+	}
+	return reqs
+}
+
+// Reconcile gets the Scheduler, brings its objects to the desired state, and writes its status once.
+func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &schedulingv1alpha1.Scheduler{}
+	if err := r.client.Get(ctx, req.NamespacedName, s); err != nil {
+		// Its objects are garbage-collected through their owner references.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Scheduler", klog.KObj(s)))
+
+	obs, reconcileErr := r.reconcile(ctx, s)
+	if reconcileErr != nil {
+		obs.failure = reconcileErr.Error()
+	}
+	before := s.DeepCopy()
+	setSchedulerStatus(s, obs)
+	if !equality.Semantic.DeepEqual(before.Status, s.Status) {
+		if err := r.client.Status().Patch(ctx, s, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
+		}
+		if s.Status.ConfigHash != "" && s.Status.ConfigHash != before.Status.ConfigHash {
+			r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
+				"Rolling out the configuration %s with %d profiles to Deployment %s", s.Status.ConfigMapName, s.Status.ProfileCount, s.Status.DeploymentName)
+		}
+	}
+	return ctrl.Result{}, reconcileErr
+}
+
+// schedulerObservation is what one pass over a Scheduler found and did.
+type schedulerObservation struct {
+	proc *process
+	plan *plan
+	// invalid is the scheduler's message when the combined configuration would not start.
+	invalid string
+	// deployment is the live scheduler Deployment, if any.
+	deployment *appsv1.Deployment
+	// applied is set when every owned object was applied.
+	applied bool
+	// failure is the error that ended the pass early, if any.
+	failure string
+}
+
+// reconcile runs the steps of one pass. Without any member to serve, the Deployment is removed:
+// kube-scheduler would otherwise run its default profile, a second "default-scheduler".
+func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alpha1.Scheduler) (*schedulerObservation, error) {
+	obs := &schedulerObservation{proc: sharedProcess(s)}
+	var err error
+	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
+		return obs, err
+	}
+	if obs.plan, err = r.planScheduler(ctx, s, obs.proc, obs.deployment); err != nil {
+		return obs, err
+	}
+	if obs.plan.config == nil {
+		if obs.deployment != nil && metav1.IsControlledBy(obs.deployment, s) {
+			if err := r.client.Delete(ctx, obs.deployment); client.IgnoreNotFound(err) != nil {
+				return obs, fmt.Errorf("deleting the scheduler Deployment: %w", err)
+			}
+			obs.deployment = nil
+		}
+		return obs, nil
+	}
+	if err := profile.ValidateProcess(obs.plan.config.YAML); err != nil {
+		obs.invalid = err.Error()
+		return obs, nil
+	}
+	if obs.deployment, err = r.run(ctx, obs.proc, obs.plan.config); err != nil {
+		return obs, err
+	}
+	obs.applied = true
+	return obs, nil
+}
+
+// setSchedulerStatus computes a Scheduler's status from what a pass observed.
+func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservation) {
+	st := &s.Status
+	switch {
+	case obs.applied:
+		st.ObservedGeneration = s.Generation
+		st.ConfigHash = obs.plan.config.Hash
+		st.ConfigMapName = obs.proc.names.configMap(obs.plan.config.Hash)
+		st.DeploymentName = obs.proc.names.deployment()
+		st.Profiles = servedProfiles(obs.plan)
+	case obs.plan != nil && obs.plan.config == nil && obs.failure == "":
+		st.ObservedGeneration = s.Generation
+		st.ConfigHash, st.ConfigMapName, st.DeploymentName, st.Profiles = "", "", "", nil
+	}
+	st.ProfileCount = int32(len(st.Profiles))
+	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
+		setConditionOn(&st.Conditions, s.Generation, typ, status, reason, message)
+	}
+	if obs.plan != nil && obs.plan.config == nil && obs.failure == "" {
+		set(schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoProfiles,
+			"no SchedulerProfile with a valid configuration names this Scheduler in spec.schedulerRef, so no scheduler runs")
+	} else {
+		status, reason, message := availability(obs.deployment)
+		set(schedulingv1alpha1.ConditionAvailable, status, reason, message)
+	}
+	status, reason, message := progress(obs.deployment, st.ConfigHash, st.ConfigMapName)
+	set(schedulingv1alpha1.ConditionProgressing, status, reason, message)
+	switch {
+	case obs.invalid != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
+			"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)
+	case obs.failure != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonApplyFailed,
+			"applying the scheduler's objects failed, retrying: "+obs.failure)
+	case obs.deployment != nil && progressDeadlineExceeded(obs.deployment):
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
+			"the rollout of "+st.ConfigMapName+" did not finish within the Deployment's progress deadline")
+	default:
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected, "nothing needs attention")
+	}
+}
+
+// servedProfiles are the members with an entry in the configuration, by profile name.
+func servedProfiles(pl *plan) []schedulingv1alpha1.SchedulerMember {
+	var out []schedulingv1alpha1.SchedulerMember
+	for _, m := range pl.members {
+		if m.entry != nil {
+			out = append(out, schedulingv1alpha1.SchedulerMember{Name: m.profile.Name, SchedulerName: m.entry.SchedulerName})
+		}
+	}
+	slices.SortFunc(out, func(a, b schedulingv1alpha1.SchedulerMember) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}

@@ -71,6 +71,9 @@ func run(ctx context.Context, o options) error {
 	if o.assets == "" {
 		return fmt.Errorf("no control-plane binaries: pass --assets or set KUBEBUILDER_ASSETS (bin/k8s after `make k8s-binaries`)")
 	}
+	if o.profiles < 2 || o.rounds < 1 || o.nodes < 1 {
+		return fmt.Errorf("need at least 2 profiles, 1 round and 1 node")
+	}
 	configs, err := configurations(o.profiles)
 	if err != nil {
 		return err

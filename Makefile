@@ -143,6 +143,10 @@ test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
 bench: ## Benchmark Validate.
 	go test ./scheduler/profile -run '^$$' -bench Validate -benchmem -count 5
 
+.PHONY: bench-memory
+bench-memory: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Scheduler memory: 1 vs 20 profiles in one process vs 20 processes, on envtest with 1000 nodes; table in .cache/bench/memory.txt.
+	go run ./hack/bench/memory --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-scheduler --dir .cache/bench/memory --out .cache/bench/memory.txt
+
 .PHONY: test-integration
 test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary.
 	KUBEBUILDER_ASSETS=$(K8SBIN) go test ./test/integration/... -count=1 -v -timeout 20m

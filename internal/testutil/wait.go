@@ -15,17 +15,17 @@ const PollInterval = 100 * time.Millisecond
 
 // Poll calls cond every PollInterval, starting at once, until it returns nil, and then returns
 // nil. If timeout passes or ctx ends first, it returns cond's last error, which says what was not
-// there yet. cond runs on the caller's goroutine, so a test's cond may end the test with t.Fatal
-// when waiting longer is pointless.
+// there yet. cond gets ctx, without the timeout: a call that the timeout would cut short (a
+// client's rate limiter refuses to wait past a deadline) would fail for a reason that says
+// nothing about the state. cond runs on the caller's goroutine, so a test's cond may end the test
+// with t.Fatal when waiting longer is pointless.
 func Poll(ctx context.Context, timeout time.Duration, cond func(ctx context.Context) error) error {
+	deadline, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		err := cond(ctx)
-		// A call cut short by the deadline says less about the state than the one before it.
-		if err != nil && (ctx.Err() == nil || last == nil) {
-			last = err
-		}
-		return err == nil, nil
+	err := wait.PollUntilContextCancel(deadline, PollInterval, true, func(context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
 	})
 	switch {
 	case err == nil:
@@ -49,17 +49,14 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 }
 
 // Consistently calls cond every PollInterval for duration and fails the test as soon as it
-// returns an error. what names the state that must hold.
+// returns an error. what names the state that must hold. As with Poll, cond's context has no
+// deadline.
 func Consistently(t testing.TB, duration time.Duration, what string, cond func(ctx context.Context) error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), duration)
+	deadline, cancel := context.WithTimeout(t.Context(), duration)
 	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, PollInterval, true, func(ctx context.Context) (bool, error) {
-		// An error from a call that the end of duration cut short is not a broken state.
-		if err := cond(ctx); err != nil && ctx.Err() == nil {
-			return false, err
-		}
-		return false, nil
+	err := wait.PollUntilContextCancel(deadline, PollInterval, true, func(context.Context) (bool, error) {
+		return false, cond(t.Context())
 	})
 	if err != nil && !wait.Interrupted(err) {
 		t.Fatalf("%s stopped holding: %v", what, err)

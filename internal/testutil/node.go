@@ -6,7 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// NodeWrapper builds a Node.
+// NodeWrapper builds a Node. Besides MakeNode's empty node, it can wrap one made elsewhere, such
+// as a kwok node of the local cluster: &NodeWrapper{Node: *node}.
 type NodeWrapper struct {
 	corev1.Node
 }

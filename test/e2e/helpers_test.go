@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -43,17 +43,12 @@ func makeNodes(t *testing.T, test string, specs ...nodeSpec) testNodes {
 	t.Helper()
 	var nodes []*corev1.Node
 	for _, s := range specs {
-		labels := map[string]string{dedicatedKey: test}
-		for k, v := range s.labels {
-			labels[k] = v
-		}
-		n := localcluster.FakeNode(test+"-"+s.name, labels, corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(s.cpus, resource.DecimalSI),
-			corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-		})
-		n.Spec.Taints = []corev1.Taint{{Key: dedicatedKey, Value: test, Effect: corev1.TaintEffectNoSchedule}}
-		nodes = append(nodes, n)
+		// A kwok node of the local cluster, given the test's label, taint and resources.
+		kwokNode := &testutil.NodeWrapper{Node: *localcluster.FakeNode(test+"-"+s.name, nil, nil)}
+		nodes = append(nodes, kwokNode.Label(dedicatedKey, test).Labels(s.labels).
+			Taint(corev1.Taint{Key: dedicatedKey, Value: test, Effect: corev1.TaintEffectNoSchedule}).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: strconv.FormatInt(s.cpus, 10), corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).
+			Obj())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

@@ -16,34 +16,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
-
-// profileWrapper builds test profiles fluently: makeProfile("binpack").withReplicas(2).obj().
-type profileWrapper struct {
-	p schedulingv1alpha1.SchedulerProfile
-}
-
-func makeProfile(name string) *profileWrapper {
-	w := &profileWrapper{}
-	w.p.Name = name
-	w.p.UID = "uid-" + "1234"
-	return w
-}
-
-func (w *profileWrapper) withReplicas(n int32) *profileWrapper {
-	w.p.Spec.Scheduler.Replicas = ptr.To(n)
-	return w
-}
-
-func (w *profileWrapper) withScheduler(s schedulingv1alpha1.SchedulerSettings) *profileWrapper {
-	w.p.Spec.Scheduler = s
-	return w
-}
-
-func (w *profileWrapper) obj() *schedulingv1alpha1.SchedulerProfile { return w.p.DeepCopy() }
 
 func testConfig(t *testing.T, p *schedulingv1alpha1.SchedulerProfile) *profile.Config {
 	t.Helper()
@@ -84,7 +61,7 @@ func TestBuildDeployment(t *testing.T) {
 	}{
 		{
 			name:         "defaults: one replica recreated, default requests, -v=2",
-			profile:      makeProfile("binpack").obj(),
+			profile:      testutil.MakeProfile("binpack").Obj(),
 			wantReplicas: 1,
 			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			wantRes:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
@@ -92,7 +69,7 @@ func TestBuildDeployment(t *testing.T) {
 		},
 		{
 			name:         "three replicas roll with maxUnavailable 0",
-			profile:      makeProfile("ha").withReplicas(3).obj(),
+			profile:      testutil.MakeProfile("ha").Replicas(3).Obj(),
 			wantReplicas: 3,
 			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 				MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
@@ -102,14 +79,14 @@ func TestBuildDeployment(t *testing.T) {
 		},
 		{
 			name: "placement, resources and verbosity from the spec",
-			profile: makeProfile("placed").withScheduler(schedulingv1alpha1.SchedulerSettings{
+			profile: testutil.MakeProfile("placed").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{
 				Resources:         corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
 				NodeSelector:      map[string]string{"node-role.kubernetes.io/control-plane": ""},
 				Tolerations:       tolerations,
 				Affinity:          aff,
 				PriorityClassName: "system-cluster-critical",
 				LogVerbosity:      ptr.To[int32](5),
-			}).obj(),
+			}).Obj(),
 			wantReplicas: 1,
 			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			wantRes:      corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
@@ -193,7 +170,7 @@ func TestDeploymentIsRestricted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*schedulingv1alpha1.SchedulerProfile{makeProfile("one").obj(), makeProfile("ha").withReplicas(2).obj()} {
+	for _, p := range []*schedulingv1alpha1.SchedulerProfile{testutil.MakeProfile("one").Obj(), testutil.MakeProfile("ha").Replicas(2).Obj()} {
 		d := typed[appsv1.Deployment](t, buildDeployment(p, testSettings, testConfig(t, p)))
 		results := evaluator.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
 		for _, r := range results {
@@ -221,8 +198,7 @@ func allowed(results []policy.CheckResult) bool {
 // TestBuildRBAC checks that the bindings name the bootstrap roles (never copies of their rules)
 // and that the lease Role grants exactly the lease the configuration uses.
 func TestBuildRBAC(t *testing.T) {
-	p := makeProfile("binpack").obj()
-	p.Spec.SchedulerName = "team-a"
+	p := testutil.MakeProfile("binpack").SchedulerName("team-a").Obj()
 	cfg := testConfig(t, p)
 	for _, role := range []string{kubeSchedulerClusterRole, volumeSchedulerClusterRole} {
 		crb := buildClusterRoleBinding(p, testSettings, role)
@@ -251,7 +227,7 @@ func TestBuildRBAC(t *testing.T) {
 }
 
 func TestBuildConfigMap(t *testing.T) {
-	p := makeProfile("binpack").obj()
+	p := testutil.MakeProfile("binpack").Obj()
 	cfg := testConfig(t, p)
 	cm := typed[corev1.ConfigMap](t, buildConfigMap(p, testSettings, cfg))
 	if cm.Name != "binpack-config-"+cfg.Hash || !ptr.Deref(cm.Immutable, false) {
@@ -260,13 +236,13 @@ func TestBuildConfigMap(t *testing.T) {
 	if cm.Data["config.yaml"] != string(cfg.YAML) {
 		t.Errorf("config.yaml is not the rendered config")
 	}
-	if len(cm.Name) > 63 || len(makeProfile(strings.Repeat("a", schedulingv1alpha1.MaxProfileNameLength)).obj().Name+"-config-"+cfg.Hash) > 63 {
+	if len(cm.Name) > 63 || len(testutil.MakeProfile(strings.Repeat("a", schedulingv1alpha1.MaxProfileNameLength)).Obj().Name+"-config-"+cfg.Hash) > 63 {
 		t.Errorf("a profile name of %d characters gives a ConfigMap name longer than 63", schedulingv1alpha1.MaxProfileNameLength)
 	}
 }
 
 func TestBuildPodDisruptionBudget(t *testing.T) {
-	p := makeProfile("ha").withReplicas(2).obj()
+	p := testutil.MakeProfile("ha").Replicas(2).Obj()
 	pdb := typed[policyv1.PodDisruptionBudget](t, buildPodDisruptionBudget(p, testSettings))
 	if pdb.Spec.MinAvailable.IntValue() != 1 {
 		t.Errorf("minAvailable = %v", pdb.Spec.MinAvailable)

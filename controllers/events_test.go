@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -40,7 +41,7 @@ func TestRecordEvents(t *testing.T) {
 		{name: "availability lost", obs: observation{config: cfg, applied: true, deployment: deployment(0)},
 			want: []string{"Warning NoReplicasAvailable 0 of 1 scheduler replicas are available"}},
 	}
-	p := makeProfile("p").obj()
+	p := testutil.MakeProfile("p").Obj()
 	for _, pass := range passes {
 		recorder := events.NewFakeRecorder(10)
 		r := &SchedulerProfileReconciler{recorder: recorder}

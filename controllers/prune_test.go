@@ -12,10 +12,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 func TestUnusedConfigMaps(t *testing.T) {
-	p := makeProfile("bp").obj()
+	p := testutil.MakeProfile("bp").UID("uid-bp").Obj()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	// cm is a ConfigMap rendered age generations (and minutes) ago.
 	cm := func(hash string, age int, owner *schedulingv1alpha1.SchedulerProfile) corev1.ConfigMap {
@@ -34,8 +35,7 @@ func TestUnusedConfigMaps(t *testing.T) {
 		r.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "bp-config-" + hash}}}}}
 		return r
 	}
-	other := makeProfile("other").obj()
-	other.UID = "uid-other"
+	other := testutil.MakeProfile("other").UID("uid-other").Obj()
 
 	tests := []struct {
 		name string

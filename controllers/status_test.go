@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -101,7 +102,7 @@ func TestSetStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := makeProfile("bp").obj()
+			p := testutil.MakeProfile("bp").Obj()
 			p.Generation = 7
 			p.Status = tc.prior
 			setStatus(p, &tc.obs)
@@ -135,7 +136,7 @@ func TestSetStatus(t *testing.T) {
 // TestSetStatusKeepsTransitionTime checks that an unchanged condition keeps its
 // lastTransitionTime, so that a steady-state pass computes an identical status.
 func TestSetStatusKeepsTransitionTime(t *testing.T) {
-	p := makeProfile("bp").obj()
+	p := testutil.MakeProfile("bp").Obj()
 	obs := &observation{schedulerName: "bp", invalid: "bad"}
 	setStatus(p, obs)
 	first := p.DeepCopy()

@@ -1,14 +1,15 @@
 // Package operatorenv installs and starts the operator on a local simulated cluster
-// (internal/localcluster): its CRD, its namespace and bin/manager as a process. The end-to-end tests
-// and `make demo` share it. Test and demo code, not part of the product.
+// (internal/localcluster): its CRD, its namespace, and, for `make demo`, bin/manager as a process
+// that outlives the demo command. The end-to-end tests install with it and run the operator in
+// their own process (test/framework). Test and demo code, not part of the product.
 package operatorenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,12 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 const (
@@ -32,12 +33,11 @@ const (
 	SchedulerImage = "example.com/scheduler-profile-operator:local"
 )
 
-// NewScheme knows the client-go types, CRDs and SchedulerProfiles.
+// NewScheme knows what the operator knows (client-go's types and SchedulerProfiles) and CRDs,
+// which an administrator installs.
 func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	s := controllers.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -56,7 +56,7 @@ func Install(ctx context.Context, c client.Client, root string) error {
 	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the CRD: %w", err)
 	}
-	if err := waitEstablished(ctx, c, crd); err != nil {
+	if err := WaitEstablished(ctx, c, crd.Name); err != nil {
 		return err
 	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -65,23 +65,34 @@ func Install(ctx context.Context, c client.Client, root string) error {
 	return nil
 }
 
-func waitEstablished(ctx context.Context, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err == nil {
-			for _, cond := range crd.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
+// establishTimeout bounds the wait for new CRDs to be served; the apiserver takes a second or two.
+const establishTimeout = 30 * time.Second
+
+// WaitEstablished waits until the CRDs of the names are established, so that their kinds are served.
+func WaitEstablished(ctx context.Context, c client.Client, names ...string) error {
+	err := testutil.Poll(ctx, establishTimeout, func(ctx context.Context) error {
+		for _, name := range names {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return err
+			}
+			if !slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
+				return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+			}) {
+				return fmt.Errorf("CRD %s is not established", name)
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for CRDs %v: %w", names, err)
 	}
-	return errors.New("the SchedulerProfile CRD was not established within 30s")
+	return nil
 }
 
 // StartManager runs bin/manager against the cluster, logging to logPath. With detach it outlives
-// the caller.
+// the caller, as `make demo` wants: the tests run the operator in their own process instead
+// (test/framework).
 func StartManager(cluster *localcluster.Cluster, root, logPath string, detach bool) (*localcluster.Process, error) {
 	manager := filepath.Join(root, "bin", "manager")
 	if _, err := os.Stat(manager); err != nil {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the current output")
@@ -65,9 +66,9 @@ func TestRenderLeaderElection(t *testing.T) {
 		wantLease  string
 		wantSchedN string
 	}{
-		{name: "one replica", profile: makeProfile("binpack").obj(), wantLease: "binpack", wantSchedN: "binpack"},
-		{name: "two replicas", profile: makeProfile("binpack").withReplicas(2).obj(), wantElect: true, wantLease: "binpack", wantSchedN: "binpack"},
-		{name: "explicit scheduler name", profile: makeProfile("p").withSchedulerName("team-a").obj(), wantLease: "team-a", wantSchedN: "team-a"},
+		{name: "one replica", profile: testutil.MakeProfile("binpack").Obj(), wantLease: "binpack", wantSchedN: "binpack"},
+		{name: "two replicas", profile: testutil.MakeProfile("binpack").Replicas(2).Obj(), wantElect: true, wantLease: "binpack", wantSchedN: "binpack"},
+		{name: "explicit scheduler name", profile: testutil.MakeProfile("p").SchedulerName("team-a").Obj(), wantLease: "team-a", wantSchedN: "team-a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,9 +94,9 @@ func TestRenderLeaderElection(t *testing.T) {
 // TestRenderDeterministic checks that the order of keys in free-form args does not change the
 // bytes or the hash, and that a real change does.
 func TestRenderDeterministic(t *testing.T) {
-	a := makeProfile("p").withArgs("NodeResourcesFit", `{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":1}]}}`).obj()
-	b := makeProfile("p").withArgs("NodeResourcesFit", `{"scoringStrategy":{"resources":[{"weight":1,"name":"cpu"}],"type":"MostAllocated"}}`).obj()
-	c := makeProfile("p").withArgs("NodeResourcesFit", `{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":1}]}}`).obj()
+	a := testutil.MakeProfile("p").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":1}]}}`).Obj()
+	b := testutil.MakeProfile("p").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"resources":[{"weight":1,"name":"cpu"}],"type":"MostAllocated"}}`).Obj()
+	c := testutil.MakeProfile("p").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":1}]}}`).Obj()
 	ra, rb, rc := mustRender(t, a), mustRender(t, b), mustRender(t, c)
 	if !bytes.Equal(ra.YAML, rb.YAML) || ra.Hash != rb.Hash {
 		t.Errorf("args with another key order rendered differently:\n%s\n---\n%s", ra.YAML, rb.YAML)
@@ -109,7 +110,7 @@ func TestRenderDeterministic(t *testing.T) {
 }
 
 func TestRenderNeedsNamespace(t *testing.T) {
-	if _, err := Render(makeProfile("p").obj(), Settings{}); err == nil {
+	if _, err := Render(testutil.MakeProfile("p").Obj(), Settings{}); err == nil {
 		t.Error("Render without a lease namespace succeeded")
 	}
 }

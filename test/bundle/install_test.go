@@ -1,19 +1,13 @@
 package bundle
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,64 +18,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
-	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 const (
 	// olmNamespace is where the simulated OLM installs the operator: not the namespace of
 	// config/default, to show the bundle works in whatever namespace an administrator picks.
 	olmNamespace = "olm-operators"
-	waitTimeout  = 60 * time.Second
-	pollInterval = 250 * time.Millisecond
+	// waitTimeout bounds every wait for the apiserver or the operator to reach a state.
+	waitTimeout = 60 * time.Second
 )
-
-// warnings collects the API server's warnings (Pod Security among them).
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, msg)
-}
-
-func (w *warnings) all() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.msgs)
-}
-
-func newClient(t *testing.T, rc *rest.Config) client.Client {
-	t.Helper()
-	c, err := client.New(rc, client.Options{Scheme: operatorenv.NewScheme()})
-	if err != nil {
-		t.Fatalf("Creating a client: %v", err)
-	}
-	return c
-}
-
-func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		err := cond(t.Context())
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Timed out after %s waiting for %s: %v", waitTimeout, what, err)
-		}
-		time.Sleep(pollInterval)
-	}
-}
 
 // TestKustomizeDefaultAppliesServerDryRun is `kustomize build config/default | kubectl apply
 // --dry-run=server -f -` in Go: the Namespace is created, then every other object is created
@@ -139,13 +90,6 @@ func TestKustomizeDefaultAppliesServerDryRun(t *testing.T) {
 		t.Errorf("The API server warned:\n%s", strings.Join(w, "\n"))
 	}
 	t.Logf("Server dry-run accepted %d objects of config/default", len(ordered)-1)
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestOLMInstallSimulated applies what OLM applies from the bundle, in its narrowest form (the
@@ -241,17 +185,13 @@ func TestOLMInstallSimulated(t *testing.T) {
 		t.Fatalf("The operator's container sets no RELATED_IMAGE_SCHEDULER")
 	}
 
-	operatorCfg := rest.CopyConfig(admin)
-	operatorCfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + olmNamespace + ":" + account,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + olmNamespace, "system:authenticated"},
-	}
+	operatorCfg := framework.AsServiceAccount(admin, olmNamespace, account)
 	operatorClient := newClient(t, operatorCfg)
-	eventually(t, "the CSV's permissions to reach the RBAC authorizer", func(ctx context.Context) error {
+	testutil.Eventually(t, waitTimeout, "the CSV's permissions to reach the RBAC authorizer", func(ctx context.Context) error {
 		return operatorClient.List(ctx, &schedulingv1alpha1.SchedulerProfileList{})
 	})
 
-	logs := runOperator(t, operatorCfg, namespace, image)
+	operator := framework.StartOperator(t, operatorCfg, controllers.ManagerOptions{Namespace: namespace, SchedulerImage: image, LeaderElection: true})
 
 	profile := sampleProfile(t, csv, "binpack")
 	if err := adminClient.Create(ctx, profile); err != nil {
@@ -260,7 +200,7 @@ func TestOLMInstallSimulated(t *testing.T) {
 	t.Cleanup(func() { _ = adminClient.Delete(context.Background(), profile) })
 
 	var p schedulingv1alpha1.SchedulerProfile
-	eventually(t, "ConfigValid=True with the scheduler's objects named in status", func(ctx context.Context) error {
+	testutil.Eventually(t, waitTimeout, "ConfigValid=True with the scheduler's objects named in status", func(ctx context.Context) error {
 		if err := adminClient.Get(ctx, client.ObjectKeyFromObject(profile), &p); err != nil {
 			return err
 		}
@@ -272,7 +212,7 @@ func TestOLMInstallSimulated(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "the scheduler's Deployment and ConfigMap, and its binding in kube-system", func(ctx context.Context) error {
+	testutil.Eventually(t, waitTimeout, "the scheduler's Deployment and ConfigMap, and its binding in kube-system", func(ctx context.Context) error {
 		if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Status.DeploymentName}, &appsv1.Deployment{}); err != nil {
 			return err
 		}
@@ -299,8 +239,8 @@ func TestOLMInstallSimulated(t *testing.T) {
 	if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: controllers.LeaderElectionID}, lease); err != nil {
 		t.Errorf("The operator's leader-election lease in %s: %v", namespace, err)
 	}
-	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
-		t.Errorf("The operator was refused something:\n%s", logs)
+	if log := operator.Log.String(); strings.Contains(strings.ToLower(log), "forbidden") {
+		t.Errorf("The operator was refused something:\n%s", log)
 	}
 
 	t.Run("grants no more", func(t *testing.T) {
@@ -346,129 +286,4 @@ func TestOLMInstallSimulated(t *testing.T) {
 			}
 		}
 	})
-}
-
-// installCRDs creates the bundle's CRDs and waits until they are served.
-func installCRDs(t *testing.T, c client.Client, create func(client.Object)) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(path(bundleDir), "manifests", "*.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, obj := range decodeYAML(t, data) {
-			if obj.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			fromUnstructured(t, obj, crd)
-			create(crd)
-			names = append(names, crd.Name)
-		}
-	}
-	if len(names) == 0 {
-		t.Fatal("The bundle has no CRD")
-	}
-	eventually(t, "the bundle's CRDs to be established", func(ctx context.Context) error {
-		for _, name := range names {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return err
-			}
-			established := false
-			for _, cond := range crd.Status.Conditions {
-				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
-			}
-			if !established {
-				return fmt.Errorf("CRD %s is not established", name)
-			}
-		}
-		return nil
-	})
-}
-
-// sampleProfile is the profile name of the CSV's alm-examples.
-func sampleProfile(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion, name string) *schedulingv1alpha1.SchedulerProfile {
-	t.Helper()
-	var examples []schedulingv1alpha1.SchedulerProfile
-	if err := json.Unmarshal([]byte(csv.Annotations["alm-examples"]), &examples); err != nil {
-		t.Fatalf("Decoding alm-examples: %v", err)
-	}
-	for i := range examples {
-		if examples[i].Name == name {
-			return &examples[i]
-		}
-	}
-	t.Fatalf("alm-examples has no profile %q", name)
-	return nil
-}
-
-// logBuffer keeps the operator's log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) write(prefix, args string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	fmt.Fprintf(&b.buf, "%s %s\n", prefix, args)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// runOperator runs the operator as main.go wires it, as the identity of rc, with leader election
-// on, until the test ends.
-func runOperator(t *testing.T, rc *rest.Config, namespace, image string) *logBuffer {
-	t.Helper()
-	logs := &logBuffer{}
-	logger := funcr.New(logs.write, funcr.Options{Verbosity: 1})
-	ctrl.SetLogger(logger)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Operator log:\n%s", logs)
-		}
-	})
-	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:                        operatorenv.NewScheme(),
-		Cache:                         controllers.CacheOptions(namespace),
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		LeaderElection:                true,
-		LeaderElectionID:              controllers.LeaderElectionID,
-		LeaderElectionNamespace:       namespace,
-		LeaderElectionReleaseOnCancel: true,
-		Logger:                        logger,
-	})
-	if err != nil {
-		t.Fatalf("Creating the manager: %v", err)
-	}
-	r := controllers.NewSchedulerProfileReconciler(mgr.GetClient(), mgr.GetEventRecorder(controllers.FieldManager), namespace, image)
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatalf("Setting up the controller: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("The manager stopped with: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("The manager did not stop within 30s")
-		}
-	})
-	return logs
 }

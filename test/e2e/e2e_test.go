@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 const (
@@ -139,9 +140,9 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), extra, client.GracePeriodSeconds(0)) })
-	eventually(t, 60*time.Second, "the extra pod unschedulable", func() error {
+	testutil.Eventually(t, 60*time.Second, "the extra pod to be unschedulable", func(ctx context.Context) error {
 		got := &corev1.Pod{}
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(extra), got); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(extra), got); err != nil {
 			return err
 		}
 		if got.Spec.NodeName != "" {
@@ -266,7 +267,7 @@ func TestDeleteCollectsEverything(t *testing.T) {
 		out["ClusterRoleBindings"] = len(crbs.Items)
 		return out
 	}
-	eventually(t, 30*time.Second, "every owned object exists", func() error {
+	testutil.Eventually(t, 30*time.Second, "every owned object to exist", func(context.Context) error {
 		c := count()
 		for kind, n := range c {
 			if n == 0 {
@@ -278,7 +279,7 @@ func TestDeleteCollectsEverything(t *testing.T) {
 	if err := k8s.Delete(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 90*time.Second, "the garbage collector removes every owned object", func() error {
+	testutil.Eventually(t, 90*time.Second, "the garbage collector to remove every owned object", func(context.Context) error {
 		c := count()
 		for kind, n := range c {
 			if n != 0 {

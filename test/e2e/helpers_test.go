@@ -5,20 +5,20 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // dedicatedKey labels and taints the nodes of one test; only that test's pods tolerate the taint,
@@ -43,17 +43,12 @@ func makeNodes(t *testing.T, test string, specs ...nodeSpec) testNodes {
 	t.Helper()
 	var nodes []*corev1.Node
 	for _, s := range specs {
-		labels := map[string]string{dedicatedKey: test}
-		for k, v := range s.labels {
-			labels[k] = v
-		}
-		n := localcluster.FakeNode(test+"-"+s.name, labels, corev1.ResourceList{
-			corev1.ResourceCPU:    *resource.NewQuantity(s.cpus, resource.DecimalSI),
-			corev1.ResourceMemory: resource.MustParse("64Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
-		})
-		n.Spec.Taints = []corev1.Taint{{Key: dedicatedKey, Value: test, Effect: corev1.TaintEffectNoSchedule}}
-		nodes = append(nodes, n)
+		// A kwok node of the local cluster, given the test's label, taint and resources.
+		kwokNode := &testutil.NodeWrapper{Node: *localcluster.FakeNode(test+"-"+s.name, nil, nil)}
+		nodes = append(nodes, kwokNode.Label(dedicatedKey, test).Labels(s.labels).
+			Taint(corev1.Taint{Key: dedicatedKey, Value: test, Effect: corev1.TaintEffectNoSchedule}).
+			Capacity(map[corev1.ResourceName]string{corev1.ResourceCPU: strconv.FormatInt(s.cpus, 10), corev1.ResourceMemory: "64Gi", corev1.ResourcePods: "110"}).
+			Obj())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -70,21 +65,10 @@ func makeNodes(t *testing.T, test string, specs ...nodeSpec) testNodes {
 
 // pod returns a pod of the test for scheduler, requesting cpu millicores.
 func (tn testNodes) pod(name, scheduler string, milliCPU int64) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: tn.test + "-" + name, Namespace: "default", Labels: map[string]string{dedicatedKey: tn.test}},
-		Spec: corev1.PodSpec{
-			SchedulerName: scheduler,
-			NodeSelector:  map[string]string{dedicatedKey: tn.test},
-			Tolerations:   []corev1.Toleration{{Key: dedicatedKey, Operator: corev1.TolerationOpEqual, Value: tn.test, Effect: corev1.TaintEffectNoSchedule}},
-			Containers: []corev1.Container{{
-				Name: "app", Image: "registry.example/app:1",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU:    *resource.NewMilliQuantity(milliCPU, resource.DecimalSI),
-					corev1.ResourceMemory: resource.MustParse("64Mi"),
-				}},
-			}},
-		},
-	}
+	return testutil.MakePod(tn.test+"-"+name, "default").Label(dedicatedKey, tn.test).SchedulerName(scheduler).
+		NodeSelector(map[string]string{dedicatedKey: tn.test}).
+		Toleration(corev1.Toleration{Key: dedicatedKey, Operator: corev1.TolerationOpEqual, Value: tn.test, Effect: corev1.TaintEffectNoSchedule}).
+		Request(corev1.ResourceCPU, fmt.Sprintf("%dm", milliCPU)).Request(corev1.ResourceMemory, "64Mi").Obj()
 }
 
 // schedule creates the pods one after the other, waiting for each to be bound, and returns the
@@ -102,11 +86,12 @@ func schedule(t *testing.T, pods ...*corev1.Pod) []*corev1.Node {
 	return out
 }
 
+// waitBound waits until the pod is bound and returns its node.
 func waitBound(t *testing.T, p *corev1.Pod) *corev1.Node {
 	t.Helper()
 	got := &corev1.Pod{}
-	eventually(t, 60*time.Second, "pod "+p.Name+" bound", func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(p), got); err != nil {
+	testutil.Eventually(t, 60*time.Second, "pod "+p.Name+" to be bound", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
 			return err
 		}
 		if got.Spec.NodeName == "" {
@@ -115,15 +100,17 @@ func waitBound(t *testing.T, p *corev1.Pod) *corev1.Node {
 		return nil
 	})
 	n := &corev1.Node{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: got.Spec.NodeName}, n); err != nil {
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: got.Spec.NodeName}, n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-// applyProfile creates or replaces a profile from YAML and deletes it when the test ends.
+// applyProfile creates or replaces a profile from YAML and deletes it when the test ends. If the
+// test fails, the operator's log of the test is printed.
 func applyProfile(t *testing.T, doc string) *schedulingv1alpha1.SchedulerProfile {
 	t.Helper()
+	operator.LogOnFailure(t)
 	p := &schedulingv1alpha1.SchedulerProfile{}
 	if err := yaml.UnmarshalStrict([]byte(doc), p); err != nil {
 		t.Fatalf("parsing profile: %v", err)
@@ -150,8 +137,8 @@ func applyProfile(t *testing.T, doc string) *schedulingv1alpha1.SchedulerProfile
 func waitCondition(t *testing.T, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) *schedulingv1alpha1.SchedulerProfile {
 	t.Helper()
 	p := &schedulingv1alpha1.SchedulerProfile{}
-	eventually(t, timeout, fmt.Sprintf("%s %s=%s %s", name, typ, status, reason), func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+	testutil.Eventually(t, timeout, fmt.Sprintf("%s %s=%s %s", name, typ, status, reason), func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
 			return err
 		}
 		c := meta.FindStatusCondition(p.Status.Conditions, typ)
@@ -174,41 +161,12 @@ func conditions(p *schedulingv1alpha1.SchedulerProfile) string {
 // waitScheduler waits until the runner runs the configuration with hash for the profile.
 func waitScheduler(t *testing.T, profile, hash string) {
 	t.Helper()
-	eventually(t, 60*time.Second, "the scheduler of "+profile+" running config "+hash, func() error {
+	testutil.Eventually(t, 60*time.Second, "the scheduler of "+profile+" to run config "+hash, func(context.Context) error {
 		if got := runner.Hash(profile + "-scheduler"); got != hash {
 			return fmt.Errorf("runs %q", got)
 		}
 		return nil
 	})
-}
-
-// eventually polls check until it succeeds or timeout passes; then it fails the test with the last
-// error and the operator's log tail.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v\noperator log tail:\n%s", what, timeout, err, tail(managerLog, 20))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func countByLabel(nodes []*corev1.Node, key string) map[string]int {

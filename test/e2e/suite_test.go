@@ -1,7 +1,8 @@
 // Package e2e runs the operator end to end on a local simulated cluster (internal/localcluster): real
 // etcd, kube-apiserver and kube-controller-manager (Deployments, ReplicaSets, garbage collection),
-// kwok for the nodes, bin/manager as a process, and internal/schedrunner running the schedulers that
-// the operator's Deployments describe, so that profiles really place pods.
+// kwok for the nodes, the operator in the test process as main wires it (test/framework), and
+// internal/schedrunner running the schedulers that the operator's Deployments describe, so that
+// profiles really place pods.
 package e2e
 
 import (
@@ -15,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 const operatorNamespace = operatorenv.Namespace
@@ -29,8 +32,8 @@ var (
 	cluster *localcluster.Cluster
 	// runner runs the profiles' schedulers.
 	runner *schedrunner.Runner
-	// managerLog is the operator's log file.
-	managerLog string
+	// operator is the operator, running in this process.
+	operator *framework.Operator
 )
 
 func TestMain(m *testing.M) {
@@ -49,6 +52,9 @@ func runSuite(m *testing.M) int {
 	}
 	defer func() {
 		cancel()
+		if err := operator.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the operator: %v\n", err)
+		}
 		if err := cluster.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "stopping the local cluster: %v\n", err)
 		}
@@ -81,8 +87,11 @@ func setUp(ctx context.Context) error {
 	if err := cluster.CreateNodes(ctx, []*corev1.Node{localcluster.FakeNode("system", nil, nil)}); err != nil {
 		return err
 	}
-	managerLog = filepath.Join(workDir, "manager.log")
-	if _, err := operatorenv.StartManager(cluster, paths.Root, managerLog, false); err != nil {
+	cfg, err := cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	if operator, err = framework.Start(cfg, controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: operatorenv.SchedulerImage}); err != nil {
 		return err
 	}
 	runner = schedrunner.New(schedrunner.Options{

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"maps"
-	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -20,22 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
-)
-
-// Conditions the tests wait for.
-var (
-	configValid = conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, schedulingv1alpha1.ReasonConfigAccepted}
-	available   = conditionWant{schedulingv1alpha1.ConditionAvailable, metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable}
-	rolledOut   = conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonRolloutComplete}
-	rollingOut  = conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut}
-	notDegraded = conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected}
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // mostAllocated and invalidScoring are NodeResourcesFit args: valid, and refused by the plugin.
@@ -54,7 +43,7 @@ func TestControllerCreatesOwnedObjects(t *testing.T) {
 	name := uniqueName("ctl-create")
 	// A schedulerName other than the profile's name shows which of the two each object uses.
 	schedulerName := name + "-sched"
-	k.createProfile(t, makeProfile(name).schedulerName(schedulerName).obj())
+	k.createProfile(t, testutil.MakeProfile(name).SchedulerName(schedulerName).Obj())
 
 	p := k.waitForRollout(t, name)
 	checkStatusNames(t, p, schedulerName)
@@ -68,199 +57,13 @@ func TestControllerCreatesOwnedObjects(t *testing.T) {
 	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
 }
 
-// checkStatusNames checks the names a reconciled profile's status reports.
-func checkStatusNames(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedulerName string) {
-	t.Helper()
-	st := p.Status
-	if st.ConfigHash == "" {
-		t.Fatalf("status.configHash is empty: %+v", st)
-	}
-	want := schedulingv1alpha1.SchedulerProfileStatus{
-		ObservedGeneration: p.Generation,
-		SchedulerName:      schedulerName,
-		ConfigHash:         st.ConfigHash,
-		ConfigMapName:      p.Name + "-config-" + st.ConfigHash,
-		DeploymentName:     p.Name + "-scheduler",
-		Conditions:         st.Conditions,
-	}
-	if diff := cmp.Diff(want, st); diff != "" {
-		t.Errorf("Status of %s (-want +got):\n%s", p.Name, diff)
-	}
-}
-
-// checkOwnedObjects checks the objects of a reconciled profile p: owner references, the
-// scheduler's RBAC, its configuration and its Deployment.
-func (k *cluster) checkOwnedObjects(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedulerName string, objs map[string]client.Object) {
-	t.Helper()
-	for _, what := range slices.Sorted(maps.Keys(objs)) {
-		checkControlledBy(t, p, what, objs[what])
-	}
-	k.checkSchedulerRBAC(t, p, schedulerName, objs)
-	cm := objs[objConfigMap].(*corev1.ConfigMap)
-	checkConfigMap(t, p, schedulerName, cm, objs[objLeaseRole].(*rbacv1.Role))
-	checkDeployment(t, p, cm, objs[objDeployment].(*appsv1.Deployment))
-}
-
-// checkControlledBy checks that obj has p as its controller, so that deleting p collects it.
-func checkControlledBy(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, what string, obj client.Object) {
-	t.Helper()
-	want := []metav1.OwnerReference{{
-		APIVersion:         schedulingv1alpha1.GroupVersion.String(),
-		Kind:               "SchedulerProfile",
-		Name:               p.Name,
-		UID:                p.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}}
-	if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
-		t.Errorf("Owner references of %s %s (-want +got):\n%s", what, obj.GetName(), diff)
-	}
-	if got := obj.GetLabels()[controllers.LabelProfile]; got != p.Name {
-		t.Errorf("%s %s has label %s=%q, want %q", what, obj.GetName(), controllers.LabelProfile, got, p.Name)
-	}
-}
-
-// checkSchedulerRBAC checks that the scheduler's ServiceAccount is bound to the bootstrap roles of
-// kube-scheduler (which exist: the bindings are not dangling) and to a Role for its own lease.
-func (k *cluster) checkSchedulerRBAC(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedulerName string, objs map[string]client.Object) {
-	t.Helper()
-	ctx := t.Context()
-	sa := objs[objServiceAccount].(*corev1.ServiceAccount)
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}
-	roleRef := func(kind, name string) rbacv1.RoleRef {
-		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
-	}
-	bindings := []struct {
-		what      string
-		namespace string
-		roleRef   rbacv1.RoleRef
-		got       func() (rbacv1.RoleRef, []rbacv1.Subject, string)
-	}{
-		{what: objKubeSchedulerBinding, roleRef: roleRef("ClusterRole", "system:kube-scheduler")},
-		{what: objVolumeSchedulerBinding, roleRef: roleRef("ClusterRole", "system:volume-scheduler")},
-		{what: objAuthReaderBinding, namespace: "kube-system", roleRef: roleRef("Role", "extension-apiserver-authentication-reader")},
-		{what: objLeaseRoleBinding, namespace: operatorNamespace, roleRef: roleRef("Role", p.Name+"-scheduler-lease")},
-	}
-	for _, b := range bindings {
-		var gotRef rbacv1.RoleRef
-		var gotSubjects []rbacv1.Subject
-		switch o := objs[b.what].(type) {
-		case *rbacv1.ClusterRoleBinding:
-			gotRef, gotSubjects = o.RoleRef, o.Subjects
-		case *rbacv1.RoleBinding:
-			gotRef, gotSubjects = o.RoleRef, o.Subjects
-			if o.Namespace != b.namespace {
-				t.Errorf("%s %s is in namespace %q, want %q", b.what, o.Name, o.Namespace, b.namespace)
-			}
-		}
-		if diff := cmp.Diff(b.roleRef, gotRef); diff != "" {
-			t.Errorf("roleRef of %s (-want +got):\n%s", b.what, diff)
-		}
-		if diff := cmp.Diff(subjects, gotSubjects); diff != "" {
-			t.Errorf("Subjects of %s (-want +got):\n%s", b.what, diff)
-		}
-		var role client.Object = &rbacv1.ClusterRole{}
-		if b.roleRef.Kind == "Role" {
-			role = &rbacv1.Role{}
-		}
-		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: b.namespace, Name: b.roleRef.Name}, role); err != nil {
-			t.Errorf("The %s %s that %s refers to: %v", b.roleRef.Kind, b.roleRef.Name, b.what, err)
-		}
-	}
-
-	wantRules := []rbacv1.PolicyRule{{
-		APIGroups:     []string{"coordination.k8s.io"},
-		Resources:     []string{"leases"},
-		ResourceNames: []string{schedulerName},
-		Verbs:         []string{"get", "update"},
-	}}
-	if diff := cmp.Diff(wantRules, objs[objLeaseRole].(*rbacv1.Role).Rules); diff != "" {
-		t.Errorf("Rules of the lease Role (-want +got):\n%s", diff)
-	}
-}
-
-// checkConfigMap checks the rendered configuration: immutable, named and labelled with its hash,
-// and electing its leader on the lease that the lease Role grants.
-func checkConfigMap(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedulerName string, cm *corev1.ConfigMap, leaseRole *rbacv1.Role) {
-	t.Helper()
-	if cm.Immutable == nil || !*cm.Immutable {
-		t.Errorf("ConfigMap %s is not immutable", cm.Name)
-	}
-	if got := cm.Labels[controllers.LabelConfigHash]; got != p.Status.ConfigHash {
-		t.Errorf("ConfigMap %s has label %s=%q, want the status' configHash %q", cm.Name, controllers.LabelConfigHash, got, p.Status.ConfigHash)
-	}
-	var doc renderedConfig
-	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
-		t.Fatalf("Decoding config.yaml of %s: %v", cm.Name, err)
-	}
-	le := doc.LeaderElection
-	if le.ResourceName != schedulerName || le.ResourceNamespace != operatorNamespace {
-		t.Errorf("The configuration elects its leader on lease %s/%s, want %s/%s", le.ResourceNamespace, le.ResourceName, operatorNamespace, schedulerName)
-	}
-	if len(doc.Profiles) != 1 || doc.Profiles[0].SchedulerName != schedulerName {
-		t.Errorf("Profiles of the configuration: %+v, want one named %s", doc.Profiles, schedulerName)
-	}
-	if leaseRole.Namespace != le.ResourceNamespace {
-		t.Errorf("The lease Role is in namespace %s, the lease in %s", leaseRole.Namespace, le.ResourceNamespace)
-	}
-	for _, rule := range leaseRole.Rules {
-		if !slices.Equal(rule.ResourceNames, []string{le.ResourceName}) {
-			t.Errorf("The lease Role grants %v, but the configuration uses the lease %s", rule.ResourceNames, le.ResourceName)
-		}
-	}
-}
-
-// checkDeployment checks that the scheduler Deployment runs the operator's image with the
-// configuration of cm: its --config path resolves into the mounted ConfigMap, and the hash is on
-// the pod template.
-func checkDeployment(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, cm *corev1.ConfigMap, d *appsv1.Deployment) {
-	t.Helper()
-	tmpl := d.Spec.Template
-	if got := tmpl.Annotations[controllers.AnnotationConfigHash]; got != p.Status.ConfigHash {
-		t.Errorf("Pod template annotation %s=%q, want the status' configHash %q", controllers.AnnotationConfigHash, got, p.Status.ConfigHash)
-	}
-	if got, want := tmpl.Spec.ServiceAccountName, p.Name+"-scheduler"; got != want {
-		t.Errorf("serviceAccountName %q, want %q", got, want)
-	}
-	if len(tmpl.Spec.Containers) != 1 {
-		t.Fatalf("The pod template has %d containers, want 1", len(tmpl.Spec.Containers))
-	}
-	c := tmpl.Spec.Containers[0]
-	if c.Image != testImage {
-		t.Errorf("Image %q, want the operator's %q", c.Image, testImage)
-	}
-	configPath := ""
-	for _, arg := range c.Args {
-		if v, ok := strings.CutPrefix(arg, "--config="); ok {
-			configPath = v
-		}
-	}
-	if configPath == "" {
-		t.Fatalf("The container args %q have no --config", c.Args)
-	}
-	mounted := ""
-	for _, m := range c.VolumeMounts {
-		for _, v := range tmpl.Spec.Volumes {
-			if v.Name == m.Name && v.ConfigMap != nil && path.Dir(configPath) == path.Clean(m.MountPath) {
-				mounted = v.ConfigMap.Name
-			}
-		}
-	}
-	if mounted != cm.Name {
-		t.Errorf("--config=%s is in ConfigMap %q, want %q (volumes %+v, mounts %+v)", configPath, mounted, cm.Name, tmpl.Spec.Volumes, c.VolumeMounts)
-	}
-	if _, ok := cm.Data[path.Base(configPath)]; !ok {
-		t.Errorf("ConfigMap %s has no key %s that --config=%s reads", cm.Name, path.Base(configPath), configPath)
-	}
-}
-
 // TestControllerRollsOutSpecChange changes a profile and checks the change becomes a new
 // ConfigMap and a rolling update of the Deployment, keeping the old ConfigMap for the old pods.
 func TestControllerRollsOutSpecChange(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("ctl-change")
-	k.createProfile(t, makeProfile(name).obj())
+	k.createProfile(t, testutil.MakeProfile(name).Obj())
 	before := k.waitForRollout(t, name)
 	k.markDeploymentAvailable(t, before.Status.DeploymentName)
 	k.waitForConditions(t, name, configValid, available, rolledOut)
@@ -287,10 +90,7 @@ func TestControllerRollsOutSpecChange(t *testing.T) {
 	}
 	// The Deployment controller has not seen the new template yet.
 	k.waitForConditions(t, name, configValid, rollingOut, available)
-	eventually(t, reconcileTimeout, "the RolloutStarted event of "+after.Status.ConfigMapName, func(ctx context.Context) error {
-		_, err := k.findEvent(ctx, after, corev1.EventTypeNormal, "RolloutStarted", after.Status.ConfigMapName)
-		return err
-	})
+	k.waitForEvent(t, after, corev1.EventTypeNormal, "RolloutStarted", after.Status.ConfigMapName)
 
 	k.markDeploymentAvailable(t, after.Status.DeploymentName)
 	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
@@ -304,8 +104,7 @@ func TestControllerRollsOutSpecChange(t *testing.T) {
 func TestControllerSteadyStateWritesNothing(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
-	mgr, _ := newManager(t, k.cfg)
-	runManager(t, mgr)
+	mgr := framework.StartManager(t, k.cfg, operatorOptions).Manager
 	var requests requestLog
 	base, err := client.NewWithWatch(requests.wrap(k.cfg), client.Options{
 		Scheme: mgr.GetScheme(),
@@ -320,7 +119,7 @@ func TestControllerSteadyStateWritesNothing(t *testing.T) {
 	r := controllers.NewSchedulerProfileReconciler(countWrites(base, &calls), recorder, operatorNamespace, testImage)
 
 	name := uniqueName("ctl-steady")
-	k.createProfile(t, makeProfile(name).replicas(2).pluginConfig("NodeResourcesFit", mostAllocated).obj())
+	k.createProfile(t, testutil.MakeProfile(name).Replicas(2).PluginConfig("NodeResourcesFit", mostAllocated).Obj())
 	type result struct {
 		calls, writeRequests, events []string
 		requests                     int
@@ -399,13 +198,16 @@ func TestControllerRefusesInvalidChange(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("ctl-invalid")
-	k.createProfile(t, makeProfile(name).obj())
+	k.createProfile(t, testutil.MakeProfile(name).Obj())
 	good := k.waitForRollout(t, name)
 	k.markDeploymentAvailable(t, good.Status.DeploymentName)
 	good = k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
 	objs := k.waitForOwned(t, good, good.Status.ConfigMapName)
 	rvBefore := resourceVersions(objs)
-	cmsBefore := k.profileConfigMaps(t, name)
+	cmsBefore, err := k.profileConfigMaps(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	generation := k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
 		p.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodeResourcesFit", Args: runtime.RawExtension{Raw: []byte(invalidScoring)}}}
@@ -421,12 +223,9 @@ func TestControllerRefusesInvalidChange(t *testing.T) {
 	if bad.Status.ObservedGeneration != good.Generation || bad.Status.ConfigHash != good.Status.ConfigHash || bad.Status.ConfigMapName != good.Status.ConfigMapName {
 		t.Errorf("An invalid generation %d changed the status from %+v to %+v", generation, good.Status, bad.Status)
 	}
-	eventually(t, reconcileTimeout, "a Warning event InvalidConfig", func(ctx context.Context) error {
-		_, err := k.findEvent(ctx, bad, corev1.EventTypeWarning, schedulingv1alpha1.ReasonInvalidConfig, invalidScoringMessage)
-		return err
-	})
+	k.waitForEvent(t, bad, corev1.EventTypeWarning, schedulingv1alpha1.ReasonInvalidConfig, invalidScoringMessage)
 	// Nothing of the running scheduler was written, nor is later.
-	consistently(t, 2*time.Second, "the objects of "+name+" unchanged", func(ctx context.Context) error {
+	testutil.Consistently(t, 2*time.Second, "the objects of "+name+" unchanged", func(ctx context.Context) error {
 		objs, err := fetchOwned(ctx, k.admin, bad, good.Status.ConfigMapName)
 		if err != nil {
 			return err
@@ -434,8 +233,8 @@ func TestControllerRefusesInvalidChange(t *testing.T) {
 		if diff := cmp.Diff(rvBefore, resourceVersions(objs)); diff != "" {
 			return fmt.Errorf("resourceVersions changed (-before +after):\n%s", diff)
 		}
-		if cms := k.profileConfigMaps(t, name); !slices.Equal(cms, cmsBefore) {
-			return fmt.Errorf("ConfigMaps changed from %v to %v", cmsBefore, cms)
+		if cms, err := k.profileConfigMaps(ctx, name); err != nil || !slices.Equal(cms, cmsBefore) {
+			return fmt.Errorf("ConfigMaps changed from %v to %v (%v)", cmsBefore, cms, err)
 		}
 		return nil
 	})
@@ -452,21 +251,6 @@ func TestControllerRefusesInvalidChange(t *testing.T) {
 	k.checkOwnedObjects(t, fixed, name, objs)
 }
 
-// profileConfigMaps returns the names of the ConfigMaps of profile name.
-func (k *cluster) profileConfigMaps(t *testing.T, name string) []string {
-	t.Helper()
-	var list corev1.ConfigMapList
-	if err := k.admin.List(t.Context(), &list, client.InNamespace(operatorNamespace), client.MatchingLabels{controllers.LabelProfile: name}); err != nil {
-		t.Fatalf("Listing the ConfigMaps of %s: %v", name, err)
-	}
-	var names []string
-	for _, cm := range list.Items {
-		names = append(names, cm.Name)
-	}
-	slices.Sort(names)
-	return names
-}
-
 // TestControllerSchedulerNameConflict creates two profiles with the same schedulerName: the
 // younger is refused and runs nothing, until the older is deleted.
 func TestControllerSchedulerNameConflict(t *testing.T) {
@@ -478,8 +262,8 @@ func TestControllerSchedulerNameConflict(t *testing.T) {
 	// reconciler then keeps the name for the profile whose name sorts first, which is also the
 	// one created first.
 	older, younger := prefix+"-a", prefix+"-b"
-	k.createProfile(t, makeProfile(older).schedulerName(shared).obj())
-	k.createProfile(t, makeProfile(younger).schedulerName(shared).obj())
+	k.createProfile(t, testutil.MakeProfile(older).SchedulerName(shared).Obj())
+	k.createProfile(t, testutil.MakeProfile(younger).SchedulerName(shared).Obj())
 
 	k.waitForRollout(t, older)
 	p := k.waitForConditions(t, younger,
@@ -491,18 +275,15 @@ func TestControllerSchedulerNameConflict(t *testing.T) {
 	if p.Status.SchedulerName != shared || p.Status.DeploymentName != "" || p.Status.ConfigHash != "" {
 		t.Errorf("Status of the refused profile: %+v", p.Status)
 	}
-	eventually(t, reconcileTimeout, "a Warning event SchedulerNameConflict", func(ctx context.Context) error {
-		_, err := k.findEvent(ctx, p, corev1.EventTypeWarning, schedulingv1alpha1.ReasonSchedulerNameConflict, older)
-		return err
-	})
-	consistently(t, 2*time.Second, "nothing of "+younger+" runs", func(ctx context.Context) error {
+	k.waitForEvent(t, p, corev1.EventTypeWarning, schedulingv1alpha1.ReasonSchedulerNameConflict, older)
+	testutil.Consistently(t, 2*time.Second, "nothing of "+younger+" runs", func(ctx context.Context) error {
 		d := &appsv1.Deployment{}
 		err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: younger + "-scheduler"}, d)
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the Deployment of the refused profile: %v", err)
 		}
-		if cms := k.profileConfigMaps(t, younger); len(cms) > 0 {
-			return fmt.Errorf("the refused profile has ConfigMaps %v", cms)
+		if cms, err := k.profileConfigMaps(ctx, younger); err != nil || len(cms) > 0 {
+			return fmt.Errorf("the refused profile has ConfigMaps %v (%v)", cms, err)
 		}
 		return nil
 	})
@@ -523,7 +304,7 @@ func TestControllerRepairsDrift(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("ctl-drift")
-	k.createProfile(t, makeProfile(name).obj())
+	k.createProfile(t, testutil.MakeProfile(name).Obj())
 	p := k.waitForRollout(t, name)
 	objs := k.waitForOwned(t, p, p.Status.ConfigMapName)
 
@@ -532,7 +313,7 @@ func TestControllerRepairsDrift(t *testing.T) {
 		if err := k.admin.Delete(t.Context(), cm); err != nil {
 			t.Fatalf("Deleting ConfigMap %s: %v", cm.Name, err)
 		}
-		eventually(t, reconcileTimeout, "ConfigMap "+cm.Name+" to be recreated", func(ctx context.Context) error {
+		testutil.Eventually(t, reconcileTimeout, "ConfigMap "+cm.Name+" to be recreated", func(ctx context.Context) error {
 			got := &corev1.ConfigMap{}
 			if err := k.admin.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil {
 				return err
@@ -561,7 +342,7 @@ func TestControllerRepairsDrift(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Editing Deployment %s: %v", key, err)
 		}
-		eventually(t, reconcileTimeout, "the container args of "+key.String()+" to be restored", func(ctx context.Context) error {
+		testutil.Eventually(t, reconcileTimeout, "the container args of "+key.String()+" to be restored", func(ctx context.Context) error {
 			d := &appsv1.Deployment{}
 			if err := k.admin.Get(ctx, key, d); err != nil {
 				return err
@@ -578,7 +359,7 @@ func TestControllerRepairsDrift(t *testing.T) {
 		if err := k.admin.Delete(t.Context(), rb); err != nil {
 			t.Fatalf("Deleting RoleBinding %s: %v", rb.Name, err)
 		}
-		eventually(t, reconcileTimeout, "RoleBinding "+rb.Name+" to be recreated", func(ctx context.Context) error {
+		testutil.Eventually(t, reconcileTimeout, "RoleBinding "+rb.Name+" to be recreated", func(ctx context.Context) error {
 			got := &rbacv1.RoleBinding{}
 			if err := k.admin.Get(ctx, client.ObjectKeyFromObject(rb), got); err != nil {
 				return err

@@ -1,12 +1,16 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/discovery"
+
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // TestCRDFieldDocsPublished reads the OpenAPI v3 schema that the apiserver publishes for the CRD
@@ -26,22 +30,21 @@ func TestCRDFieldDocsPublished(t *testing.T) {
 		} `json:"components"`
 	}
 	// The apiserver publishes a new CRD's schema asynchronously.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, "the OpenAPI v3 schema of scheduling.schedops.io/v1alpha1", func(context.Context) error {
 		paths, err := dc.OpenAPIV3().Paths()
-		if err == nil {
-			if gv, ok := paths["apis/scheduling.schedops.io/v1alpha1"]; ok {
-				raw, err := gv.Schema("application/json")
-				if err == nil && json.Unmarshal(raw, &doc) == nil {
-					break
-				}
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the apiserver did not publish the OpenAPI v3 schema of scheduling.schedops.io/v1alpha1 within 30s (last error: %v)", err)
+		gv, ok := paths["apis/scheduling.schedops.io/v1alpha1"]
+		if !ok {
+			return errors.New("not published")
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		raw, err := gv.Schema("application/json")
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &doc)
+	})
 
 	profile, ok := doc.Components.Schemas["io.schedops.scheduling.v1alpha1.SchedulerProfile"]
 	if !ok {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // goldenGlob matches the configurations rendered by scheduler/profile
@@ -91,7 +93,7 @@ func TestGoldenConfigsStartTheScheduler(t *testing.T) {
 
 			if le.LeaderElect {
 				// /readyz does not wait for leadership (a standby is ready too); the lease does.
-				holder := waitForLeaseHolder(t, ctx, lease, proc)
+				holder := waitForLeaseHolder(t, lease, proc)
 				t.Logf("Lease %s is held by %s", lease, holder)
 			}
 			if err := proc.checkRunning(); err != nil {
@@ -166,23 +168,20 @@ func deleteLease(t *testing.T, ctx context.Context, key types.NamespacedName) {
 
 // waitForLeaseHolder waits until the lease has a holder and returns it; it fails at once if the
 // scheduler exits.
-func waitForLeaseHolder(t *testing.T, ctx context.Context, key types.NamespacedName, proc *schedulerProcess) string {
+func waitForLeaseHolder(t *testing.T, key types.NamespacedName, proc *schedulerProcess) string {
 	t.Helper()
 	lease := &coordinationv1.Lease{}
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, leaseTimeout, true, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, leaseTimeout, "lease "+key.String()+" to be held", func(ctx context.Context) error {
 		if err := proc.checkRunning(); err != nil {
-			return false, err
+			t.Fatalf("Waiting for lease %s to be held: %v", key, err)
 		}
 		if err := k8sClient.Get(ctx, key, lease); err != nil {
-			last = err.Error()
-			return false, client.IgnoreNotFound(err)
+			return err
 		}
-		last = "no holder"
-		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "", nil
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return errors.New("no holder")
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("Waiting for lease %s to be held (last: %s): %v", key, last, err)
-	}
 	return *lease.Spec.HolderIdentity
 }

@@ -6,12 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // TestControllerPrunesOldConfigMaps changes a profile five times. envtest runs no Deployment
@@ -21,7 +19,7 @@ func TestControllerPrunesOldConfigMaps(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("ctl-prune")
-	k.createProfile(t, makeProfile(name).obj())
+	k.createProfile(t, testutil.MakeProfile(name).Obj())
 	var names []string
 	names = append(names, k.waitForRollout(t, name).Status.ConfigMapName)
 	for i := 1; i <= 5; i++ {
@@ -35,16 +33,11 @@ func TestControllerPrunesOldConfigMaps(t *testing.T) {
 	}
 	want := names[len(names)-4:]
 	slices.Sort(want)
-	eventually(t, reconcileTimeout, "only the current ConfigMap and the newest 3 others remain", func(ctx context.Context) error {
-		var cms corev1.ConfigMapList
-		if err := k.admin.List(ctx, &cms, client.InNamespace(operatorNamespace), client.MatchingLabels{controllers.LabelProfile: name}); err != nil {
+	testutil.Eventually(t, reconcileTimeout, "only the current ConfigMap and the newest 3 others to remain", func(ctx context.Context) error {
+		got, err := k.profileConfigMaps(ctx, name)
+		if err != nil {
 			return err
 		}
-		var got []string
-		for _, cm := range cms.Items {
-			got = append(got, cm.Name)
-		}
-		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			return fmt.Errorf("ConfigMaps %v, want %v (created in the order %v)", got, want, names)
 		}

@@ -20,13 +20,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 const (
@@ -53,7 +54,7 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 	k := startEnforcingCluster(t)
 	ctx := t.Context()
 	k.ensureOperatorNamespace(t)
-	operatorCfg := impersonate(k.cfg, operatorNamespace, operatorServiceAccount)
+	operatorCfg := framework.AsServiceAccount(k.cfg, operatorNamespace, operatorServiceAccount)
 	operatorClient, err := client.New(operatorCfg, client.Options{Scheme: operatorenv.NewScheme()})
 	if err != nil {
 		t.Fatalf("Creating the operator's client: %v", err)
@@ -65,7 +66,7 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 	}
 
 	k.bindGeneratedRoles(t, operatorNamespace, operatorServiceAccount)
-	eventually(t, rbacTimeout, "the bindings to reach the RBAC authorizer", func(ctx context.Context) error {
+	testutil.Eventually(t, rbacTimeout, "the bindings to reach the RBAC authorizer", func(ctx context.Context) error {
 		if err := operatorClient.List(ctx, &schedulingv1alpha1.SchedulerProfileList{}); err != nil {
 			return err
 		}
@@ -75,10 +76,10 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 	// deletion of an owner whose finalizers it cannot update (a Namespace).
 	checkOwnerReferenceEnforced(t, k, operatorClient)
 
-	logs := k.startOperator(t, operatorCfg)
+	operator := k.startOperator(t, operatorCfg)
 	name := uniqueName("ctl-rbac")
 	// Two replicas: leader election, and a PodDisruptionBudget to create.
-	k.createProfile(t, makeProfile(name).replicas(2).obj())
+	k.createProfile(t, testutil.MakeProfile(name).Replicas(2).Obj())
 	p := k.waitForRollout(t, name)
 	checkStatusNames(t, p, name)
 	objs := k.waitForOwned(t, p, p.Status.ConfigMapName)
@@ -92,12 +93,9 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 	k.markDeploymentAvailable(t, p.Status.DeploymentName)
 	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
 	// The identity may emit events about cluster-scoped profiles.
-	eventually(t, reconcileTimeout, "the operator's ConfigAccepted event", func(ctx context.Context) error {
-		_, err := k.findEvent(ctx, p, corev1.EventTypeNormal, schedulingv1alpha1.ReasonConfigAccepted, "")
-		return err
-	})
-	if strings.Contains(strings.ToLower(logs.String()), "forbidden") {
-		t.Errorf("The operator was refused something:\n%s", logs)
+	k.waitForEvent(t, p, corev1.EventTypeNormal, schedulingv1alpha1.ReasonConfigAccepted, "")
+	if log := operator.Log.String(); strings.Contains(strings.ToLower(log), "forbidden") {
+		t.Errorf("The operator was refused something:\n%s", log)
 	}
 
 	t.Run("cannot bind other roles", func(t *testing.T) {
@@ -176,17 +174,6 @@ func checkOwnerReferenceEnforced(t *testing.T, k *cluster, c client.Client) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "blockOwnerDeletion") {
 		t.Fatalf("Creating a ConfigMap with blockOwnerDeletion on a Namespace: got %v, want Forbidden by OwnerReferencesPermissionEnforcement", err)
 	}
-}
-
-// impersonate returns a copy of the administrator's rc that acts as a ServiceAccount, with the
-// groups its token would carry.
-func impersonate(rc *rest.Config, namespace, name string) *rest.Config {
-	rc = rest.CopyConfig(rc)
-	rc.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + namespace + ":" + name,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
-	}
-	return rc
 }
 
 // bindGeneratedRoles creates the roles of config/rbac/role.yaml and binds them to the

@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/nodepool"
 )
 
@@ -80,7 +80,7 @@ func TestSchedulerPlacesPodsInPoolByPreference(t *testing.T) {
 			keys = append(keys, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
 		}
 		for _, key := range keys {
-			node := waitForBinding(t, ctx, key)
+			node := waitForBinding(t, key)
 			labels, ok := nodes[node]
 			if !ok {
 				t.Errorf("Pod %s was bound to node %q, which this test did not create", key, node)
@@ -102,19 +102,19 @@ func TestSchedulerPlacesPodsInPoolByPreference(t *testing.T) {
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 
 		var last *corev1.PodCondition
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, schedulingTimeout, true, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, schedulingTimeout, "pod "+key.String()+" to be reported unschedulable", func(ctx context.Context) error {
 			if err := k8sClient.Get(ctx, key, pod); err != nil {
-				return false, err
+				return err
 			}
 			if pod.Spec.NodeName != "" {
-				return false, fmt.Errorf("pod was bound to node %s", pod.Spec.NodeName)
+				t.Fatalf("Pod %s was bound to node %s", key, pod.Spec.NodeName)
 			}
 			last = podScheduledCondition(pod)
-			return last != nil && last.Status == corev1.ConditionFalse && last.Reason == corev1.PodReasonUnschedulable, nil
+			if last == nil || last.Status != corev1.ConditionFalse || last.Reason != corev1.PodReasonUnschedulable {
+				return fmt.Errorf("PodScheduled condition %+v", last)
+			}
+			return nil
 		})
-		if err != nil {
-			t.Fatalf("Waiting for pod %s to be reported unschedulable (last PodScheduled condition: %+v): %v", key, last, err)
-		}
 		if !strings.Contains(last.Message, nodepool.ErrReasonOutsidePool) {
 			t.Errorf("PodScheduled message of pod %s is %q, want it to contain %q", key, last.Message, nodepool.ErrReasonOutsidePool)
 		}
@@ -130,18 +130,18 @@ func TestSchedulerPlacesPodsInPoolByPreference(t *testing.T) {
 }
 
 // waitForBinding waits until the pod is bound and returns its node.
-func waitForBinding(t *testing.T, ctx context.Context, key types.NamespacedName) string {
+func waitForBinding(t *testing.T, key types.NamespacedName) string {
 	t.Helper()
 	pod := &corev1.Pod{}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, schedulingTimeout, true, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, schedulingTimeout, "pod "+key.String()+" to be bound", func(ctx context.Context) error {
 		if err := k8sClient.Get(ctx, key, pod); err != nil {
-			return false, err
+			return err
 		}
-		return pod.Spec.NodeName != "", nil
+		if pod.Spec.NodeName == "" {
+			return fmt.Errorf("not bound; PodScheduled condition %+v", podScheduledCondition(pod))
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("Waiting for pod %s to be bound (PodScheduled condition: %+v): %v", key, podScheduledCondition(pod), err)
-	}
 	return pod.Spec.NodeName
 }
 

@@ -8,10 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 )
 
 var (

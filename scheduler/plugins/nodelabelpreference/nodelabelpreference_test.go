@@ -16,12 +16,7 @@ import (
 
 func newNodeLabelPreference(t *testing.T, prefs ...config.LabelPreference) *NodeLabelPreference {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	p, err := New(ctx, &config.NodeLabelPreferenceArgs{Preferences: prefs}, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return p.(*NodeLabelPreference)
+	return plugintest.New[*NodeLabelPreference](t, New, &config.NodeLabelPreferenceArgs{Preferences: prefs})
 }
 
 func TestNew(t *testing.T) {

@@ -20,12 +20,7 @@ var poolA = &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}
 
 func newNodePool(t *testing.T, selector *metav1.LabelSelector) *NodePool {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	p, err := New(ctx, &config.NodePoolArgs{NodeSelector: selector}, nil)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return p.(*NodePool)
+	return plugintest.New[*NodePool](t, New, &config.NodePoolArgs{NodeSelector: selector})
 }
 
 func TestNew(t *testing.T) {

@@ -41,6 +41,17 @@ func TestNew(t *testing.T, factory frameworkruntime.PluginFactory, name string, 
 	}
 }
 
+// New builds a plugin with its factory and args, and fails the test if the factory refuses them.
+func New[T fwk.Plugin](t *testing.T, factory frameworkruntime.PluginFactory, args runtime.Object) T {
+	t.Helper()
+	_, ctx := ktesting.NewTestContext(t)
+	p, err := factory(ctx, args, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p.(T)
+}
+
 // NodeInfo wraps a node as the framework hands it to plugins.
 func NodeInfo(node *v1.Node) fwk.NodeInfo {
 	ni := framework.NewNodeInfo()

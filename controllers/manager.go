@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// ManagerOptions are the operator's settings, which main reads from its flags and environment.
+type ManagerOptions struct {
+	// Namespace is where the managed schedulers run (OPERATOR_NAMESPACE), and where the
+	// operator's own leader-election lease is.
+	Namespace string
+	// SchedulerImage is the image of the scheduler Deployments (RELATED_IMAGE_SCHEDULER).
+	SchedulerImage string
+	// MetricsBindAddress is where the metrics are served; "0" turns them off.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is where /healthz and /readyz are served; "0" turns them off.
+	HealthProbeBindAddress string
+	// LeaderElection lets only one replica of the operator reconcile at a time.
+	LeaderElection bool
+}
+
+// NewScheme knows the types the operator reads and writes: client-go's and SchedulerProfiles.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
+	return scheme
+}
+
+// ControllerRuntimeOptions returns the options of the operator's manager: its scheme, a cache of
+// only the objects it manages (CacheOptions), its endpoints and its leader election.
+func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
+	return ctrl.Options{
+		Scheme:                  NewScheme(),
+		Cache:                   CacheOptions(o.Namespace),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: o.Namespace,
+	}
+}
+
+// SetupManager adds the SchedulerProfile controller and the health and readiness checks to mgr.
+//
+// It also sends klog's output to mgr's logger at debug level: validation builds kube-scheduler's
+// framework, which logs through klog at info level on every pass, and those lines are details of
+// the operator's work. klog's logger is process-wide; the operator runs one manager.
+func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
+	klog.SetLogger(mgr.GetLogger().WithName("scheduler-framework").V(1))
+	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
+	}
+	schedulers := NewSchedulerReconciler(mgr.GetClient(), mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	if err := schedulers.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Scheduler controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return nil
+}
+
+// NewManager returns the operator as main runs it: a manager with o.ControllerRuntimeOptions(),
+// set up by SetupManager. The tests start the same two steps with test settings in between
+// (test/framework).
+func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, o.ControllerRuntimeOptions())
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := SetupManager(mgr, o); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/controllers"
+)
+
+func TestManagerOptions(t *testing.T) {
+	env := map[string]string{"OPERATOR_NAMESPACE": "ops", "RELATED_IMAGE_SCHEDULER": "example.com/spo:v1"}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    controllers.ManagerOptions
+		wantErr string
+	}{
+		{
+			name: "defaults",
+			env:  env,
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081"},
+		},
+		{
+			name: "flags",
+			args: []string{"--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=:9090", "--zap-devel"},
+			env:  env,
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: "0", HealthProbeBindAddress: ":9090", LeaderElection: true},
+		},
+		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
+		{name: "no scheduler image", env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, wantErr: "RELATED_IMAGE_SCHEDULER must name"},
+		{name: "unknown flag", args: []string{"--namespace=ops"}, env: env, wantErr: "flag provided but not defined: -namespace"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := managerOptions(tc.args, func(key string) string { return tc.env[key] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestManagerDeploymentArgs parses the args of the operator's Deployment in config/manager with
+// the operator's own flags, and checks that it sets every variable the operator needs: a flag
+// the binary does not know would crash-loop the pod.
+func TestManagerDeploymentArgs(t *testing.T) {
+	data, err := os.ReadFile("config/manager/manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d *appsv1.Deployment
+	for doc := range bytes.SplitSeq(data, []byte("\n---\n")) {
+		var obj appsv1.Deployment
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			t.Fatalf("Decoding config/manager/manager.yaml: %v", err)
+		}
+		if obj.Kind == "Deployment" {
+			d = &obj
+		}
+	}
+	if d == nil || len(d.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("config/manager/manager.yaml has no Deployment with one container")
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		if e.ValueFrom != nil {
+			// A value from the downward API is only known in the pod; any value stands for it.
+			env[e.Name] = "set-in-the-pod"
+		}
+	}
+	got, _, err := managerOptions(c.Args, func(key string) string { return env[key] })
+	if err != nil {
+		t.Fatalf("The operator refuses the Deployment's args %q and env: %v", c.Args, err)
+	}
+	if !got.LeaderElection {
+		t.Errorf("The Deployment runs the operator without leader election (args %q)", c.Args)
+	}
+}

@@ -22,6 +22,11 @@ import (
 
 var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
 
+// dedicated is the scheduler process of a profile that runs its own scheduler.
+func dedicated(p *schedulingv1alpha1.SchedulerProfile) *process {
+	return dedicatedProcess(p, profile.SchedulerName(p))
+}
+
 func testConfig(t *testing.T, p *schedulingv1alpha1.SchedulerProfile) *profile.Config {
 	t.Helper()
 	cfg, err := profile.Render(p, profile.Settings{Namespace: testSettings.namespace})
@@ -110,7 +115,7 @@ func TestBuildDeployment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.profile)
-			d := typed[appsv1.Deployment](t, buildDeployment(tc.profile, testSettings, cfg))
+			d := typed[appsv1.Deployment](t, buildDeployment(dedicated(tc.profile), testSettings, cfg))
 			if d.Name != tc.profile.Name+"-scheduler" || d.Namespace != "ops" {
 				t.Errorf("deployment %s/%s", d.Namespace, d.Name)
 			}
@@ -171,7 +176,7 @@ func TestDeploymentIsRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []*schedulingv1alpha1.SchedulerProfile{testutil.MakeProfile("one").Obj(), testutil.MakeProfile("ha").Replicas(2).Obj()} {
-		d := typed[appsv1.Deployment](t, buildDeployment(p, testSettings, testConfig(t, p)))
+		d := typed[appsv1.Deployment](t, buildDeployment(dedicated(p), testSettings, testConfig(t, p)))
 		results := evaluator.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
 		for _, r := range results {
 			if !r.Allowed {
@@ -201,7 +206,7 @@ func TestBuildRBAC(t *testing.T) {
 	p := testutil.MakeProfile("binpack").SchedulerName("team-a").Obj()
 	cfg := testConfig(t, p)
 	for _, role := range []string{kubeSchedulerClusterRole, volumeSchedulerClusterRole} {
-		crb := buildClusterRoleBinding(p, testSettings, role)
+		crb := buildClusterRoleBinding(dedicated(p), testSettings, role)
 		if *crb.RoleRef.Kind != "ClusterRole" || *crb.RoleRef.Name != role {
 			t.Errorf("ClusterRoleBinding %s binds %s %s", *crb.Name, *crb.RoleRef.Kind, *crb.RoleRef.Name)
 		}
@@ -209,14 +214,14 @@ func TestBuildRBAC(t *testing.T) {
 			t.Errorf("subject %s/%s", *s.Namespace, *s.Name)
 		}
 	}
-	if got := *buildClusterRoleBinding(p, testSettings, kubeSchedulerClusterRole).Name; got != "scheduler-profile-operator:binpack:kube-scheduler" {
+	if got := *buildClusterRoleBinding(dedicated(p), testSettings, kubeSchedulerClusterRole).Name; got != "scheduler-profile-operator:binpack:kube-scheduler" {
 		t.Errorf("ClusterRoleBinding name %q", got)
 	}
-	rb := buildAuthReaderRoleBinding(p, testSettings)
+	rb := buildAuthReaderRoleBinding(dedicated(p), testSettings)
 	if *rb.Namespace != "kube-system" || *rb.RoleRef.Name != "extension-apiserver-authentication-reader" {
 		t.Errorf("auth reader binding %s/%s -> %s", *rb.Namespace, *rb.Name, *rb.RoleRef.Name)
 	}
-	role := buildLeaseRole(p, testSettings, cfg.SchedulerName)
+	role := buildLeaseRole(dedicated(p), testSettings)
 	rule := role.Rules[0]
 	if diff := cmp.Diff([]string{"team-a"}, rule.ResourceNames); diff != "" {
 		t.Errorf("lease Role resourceNames (-want +got):\n%s", diff)
@@ -229,7 +234,7 @@ func TestBuildRBAC(t *testing.T) {
 func TestBuildConfigMap(t *testing.T) {
 	p := testutil.MakeProfile("binpack").Obj()
 	cfg := testConfig(t, p)
-	cm := typed[corev1.ConfigMap](t, buildConfigMap(p, testSettings, cfg))
+	cm := typed[corev1.ConfigMap](t, buildConfigMap(dedicated(p), testSettings, cfg))
 	if cm.Name != "binpack-config-"+cfg.Hash || !ptr.Deref(cm.Immutable, false) {
 		t.Errorf("ConfigMap %s immutable=%v", cm.Name, cm.Immutable)
 	}
@@ -243,11 +248,11 @@ func TestBuildConfigMap(t *testing.T) {
 
 func TestBuildPodDisruptionBudget(t *testing.T) {
 	p := testutil.MakeProfile("ha").Replicas(2).Obj()
-	pdb := typed[policyv1.PodDisruptionBudget](t, buildPodDisruptionBudget(p, testSettings))
+	pdb := typed[policyv1.PodDisruptionBudget](t, buildPodDisruptionBudget(dedicated(p), testSettings))
 	if pdb.Spec.MinAvailable.IntValue() != 1 {
 		t.Errorf("minAvailable = %v", pdb.Spec.MinAvailable)
 	}
-	if diff := cmp.Diff(selectorLabels(p), pdb.Spec.Selector.MatchLabels); diff != "" {
+	if diff := cmp.Diff(dedicated(p).selectorLabels(), pdb.Spec.Selector.MatchLabels); diff != "" {
 		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 }

@@ -47,6 +47,7 @@ func TestRecordEvents(t *testing.T) {
 		r := &SchedulerProfileReconciler{recorder: recorder}
 		before := p.DeepCopy()
 		pass.obs.schedulerName = "p"
+		pass.obs.process = dedicated(p)
 		setStatus(p, &pass.obs)
 		r.recordEvents(before, p)
 		close(recorder.Events)

@@ -23,7 +23,7 @@ func TestRecordMetrics(t *testing.T) {
 		t.Errorf("ConfigValid=False gauge = %v, want 1", got)
 	}
 
-	valid := &observation{schedulerName: "metrics", config: &profile.Config{Hash: "h"}, applied: true}
+	valid := &observation{schedulerName: "metrics", process: dedicated(p), config: &profile.Config{Hash: "h"}, applied: true}
 	before = p.DeepCopy()
 	setStatus(p, valid)
 	recordMetrics(before, p, valid)

@@ -70,7 +70,7 @@ func TestUnusedConfigMaps(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, c := range unusedConfigMaps(p, tc.cms, tc.rss, "cur") {
+			for _, c := range unusedConfigMaps(dedicated(p), tc.cms, tc.rss, "cur") {
 				got = append(got, c.Name)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

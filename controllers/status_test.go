@@ -105,6 +105,7 @@ func TestSetStatus(t *testing.T) {
 			p := testutil.MakeProfile("bp").Obj()
 			p.Generation = 7
 			p.Status = tc.prior
+			tc.obs.process = dedicated(p)
 			setStatus(p, &tc.obs)
 			for typ, w := range tc.want {
 				c := meta.FindStatusCondition(p.Status.Conditions, typ)

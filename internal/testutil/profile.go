@@ -55,6 +55,12 @@ func (w *ProfileWrapper) PluginConfig(plugin, args string) *ProfileWrapper {
 	return w
 }
 
+// SchedulerRef sets spec.schedulerRef: the profile joins the named Scheduler's process.
+func (w *ProfileWrapper) SchedulerRef(scheduler string) *ProfileWrapper {
+	w.Spec.SchedulerRef = &schedulingv1alpha1.SchedulerReference{Name: scheduler}
+	return w
+}
+
 // Obj returns a copy of the profile.
 func (w *ProfileWrapper) Obj() *schedulingv1alpha1.SchedulerProfile {
 	return w.DeepCopy()

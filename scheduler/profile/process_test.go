@@ -100,9 +100,11 @@ func TestProfilesInReadsBackEntries(t *testing.T) {
 func TestQueueSortConflict(t *testing.T) {
 	disabledSort := &v1alpha1.SchedulerProfile{}
 	disabledSort.Name = "other-sort"
+	// Upstream compares the queueSort sets as written: an explicit PrioritySort differs from the
+	// default one, although the same plugin sorts the queue.
 	disabledSort.Spec.Plugins = &v1alpha1.Plugins{QueueSort: v1alpha1.PluginSet{
-		Disabled: []v1alpha1.Plugin{{Name: "PrioritySort"}},
-		Enabled:  []v1alpha1.Plugin{{Name: "NodePool"}},
+		Disabled: []v1alpha1.Plugin{{Name: "*"}},
+		Enabled:  []v1alpha1.Plugin{{Name: "PrioritySort"}},
 	}}
 	other, err := RenderProfile(disabledSort)
 	if err != nil {
@@ -115,7 +117,7 @@ func TestQueueSortConflict(t *testing.T) {
 		want     string
 	}{
 		{name: "default queue sort on both", first: members[0], p: members[1]},
-		{name: "another queue sort plugin", first: members[0], p: other, want: "spec.plugins.queueSort"},
+		{name: "an explicit queue sort", first: members[0], p: other, want: "spec.plugins.queueSort"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

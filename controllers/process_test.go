@@ -1,0 +1,62 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// allNames lists every name a process gives to an object or a lease, by what it names.
+func allNames(proc *process) map[string]string {
+	return map[string]string{
+		"Deployment":                        proc.names.deployment(),
+		"ServiceAccount":                    proc.names.serviceAccount(),
+		"ConfigMap":                         proc.names.configMap("0123456789"),
+		"lease Role":                        proc.names.leaseRole(),
+		"lease":                             proc.leaseName,
+		"ClusterRoleBinding kube-scheduler": proc.names.clusterRoleBinding("kube-scheduler"),
+		"auth reader RoleBinding":           proc.names.authReaderBinding(),
+	}
+}
+
+// TestDedicatedNamesUnchanged pins the names of a dedicated profile's objects: a change would
+// make an upgrade create a second scheduler next to the first.
+func TestDedicatedNamesUnchanged(t *testing.T) {
+	want := map[string]string{
+		"Deployment":                        "binpack-scheduler",
+		"ServiceAccount":                    "binpack-scheduler",
+		"ConfigMap":                         "binpack-config-0123456789",
+		"lease Role":                        "binpack-scheduler-lease",
+		"lease":                             "binpack",
+		"ClusterRoleBinding kube-scheduler": "scheduler-profile-operator:binpack:kube-scheduler",
+		"auth reader RoleBinding":           "scheduler-profile-operator:binpack:authentication-reader",
+	}
+	if diff := cmp.Diff(want, allNames(dedicated(testutil.MakeProfile("binpack").Obj()))); diff != "" {
+		t.Errorf("dedicated names (-want +got):\n%s", diff)
+	}
+}
+
+// TestSchedulerAndProfileNamesNeverCollide checks that a Scheduler's objects and lease can share
+// no name with those of any profile, including the profile of the same name and profiles whose
+// names end like the Scheduler's suffixes.
+func TestSchedulerAndProfileNamesNeverCollide(t *testing.T) {
+	profiles := []string{"batch", "batch-scheduler", "batch-config", "scheduler", "batch-scheduler-lease"}
+	schedulers := []string{"batch", "batch-scheduler", "scheduler"}
+	for _, s := range schedulers {
+		shared := sharedProcess(testutil.MakeScheduler(s).Obj())
+		for _, name := range profiles {
+			for _, schedulerName := range []string{name, s, s + "-scheduler"} {
+				p := testutil.MakeProfile(name).SchedulerName(schedulerName).Obj()
+				for whatP, nameP := range allNames(dedicated(p)) {
+					for whatS, nameS := range allNames(shared) {
+						if nameP == nameS {
+							t.Errorf("profile %s (%s) and Scheduler %s (%s) share the name %q", name, whatP, s, whatS, nameP)
+						}
+					}
+				}
+			}
+		}
+	}
+}

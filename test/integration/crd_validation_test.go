@@ -38,6 +38,13 @@ spec:
     multiPoint: {enabled: [{name: NodeLabelPreference, weight: 2}], disabled: [{name: "*"}]}
     score: {disabled: [{name: NodeResourcesBalancedAllocation}]}
     placementScore: {enabled: [{name: Example, weight: 100}]}`},
+		{name: "member of a shared scheduler", profile: `{metadata: {name: m}, spec: {schedulerRef: {name: batch}, plugins: {score: {disabled: [{name: NodeResourcesBalancedAllocation}]}}}}`},
+		{name: "member with its own scheduler settings", profile: `{metadata: {name: m}, spec: {schedulerRef: {name: batch}, scheduler: {replicas: 2}}}`,
+			wantErr: "a profile with spec.schedulerRef runs in that Scheduler's process"},
+		{name: "member with extenders", profile: `{metadata: {name: m}, spec: {schedulerRef: {name: batch}, extenders: [{urlPrefix: "http://127.0.0.1:8888", filterVerb: filter}]}}`,
+			wantErr: "a profile with spec.schedulerRef runs in that Scheduler's process"},
+		{name: "schedulerRef to an invalid name", profile: `{metadata: {name: m}, spec: {schedulerRef: {name: Batch_1}}}`,
+			wantErr: "spec.schedulerRef.name in body should match"},
 		{name: "free-form plugin args", profile: `
 metadata: {name: binpack}
 spec:

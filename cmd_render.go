@@ -8,13 +8,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -22,7 +26,8 @@ import (
 const defaultNamespace = "scheduler-profile-operator-system"
 
 // runRender is `manager render -f profile.yaml`: it prints the KubeSchedulerConfiguration of each
-// SchedulerProfile in the file, or the reasons the scheduler would refuse it, so that a pipeline
+// SchedulerProfile in the file (one per Scheduler in the file for the profiles that name it), or
+// the reasons the scheduler would refuse it, so that a pipeline
 // can check a profile before it is merged. It returns the process exit code.
 func runRender(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
@@ -44,51 +49,162 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	// kube-scheduler's defaulting logs at info level through klog; the output here is the
 	// configuration or its errors, nothing else.
 	klog.SetLogger(logr.Discard())
-	profiles, err := readProfiles(*file)
+	objs, err := readObjects(*file)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	code := 0
-	for i, p := range profiles {
-		cfg, err := profile.Render(p, profile.Settings{Namespace: *namespace})
-		if err != nil {
-			fmt.Fprintf(stderr, "SchedulerProfile %s: %v\n", p.Name, err)
-			code = 1
-			continue
+	out := &renderOutput{stdout: stdout, stderr: stderr}
+	for _, p := range objs.profiles {
+		if p.Spec.SchedulerRef == nil {
+			out.profile(p, *namespace)
 		}
-		if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
-			fmt.Fprintf(stderr, "SchedulerProfile %s is invalid:\n", p.Name)
-			for _, e := range errs {
-				fmt.Fprintf(stderr, "  %s\n", e.Error())
-			}
-			code = 1
-			continue
-		}
-		if i > 0 {
-			fmt.Fprintln(stdout, "---")
-		}
-		fmt.Fprintf(stdout, "# SchedulerProfile %s, config hash %s\n", p.Name, cfg.Hash)
-		_, _ = stdout.Write(cfg.YAML)
 	}
-	return code
+	for _, s := range objs.schedulers {
+		out.scheduler(s, objs.members(s.Name), *namespace)
+	}
+	for _, p := range objs.profiles {
+		if p.Spec.SchedulerRef != nil && objs.scheduler(p.Spec.SchedulerRef.Name) == nil {
+			out.fail("SchedulerProfile %s names Scheduler %s, which is not in the file", p.Name, p.Spec.SchedulerRef.Name)
+		}
+	}
+	return out.code
 }
 
-// readProfiles reads every SchedulerProfile of a multi-document YAML file, strictly: a field the
-// API does not have is an error, as it is for `kubectl apply`.
-func readProfiles(file string) ([]*schedulingv1alpha1.SchedulerProfile, error) {
+// renderOutput prints configurations to stdout and errors to stderr, and keeps the exit code.
+type renderOutput struct {
+	stdout, stderr io.Writer
+	printed        int
+	code           int
+}
+
+func (o *renderOutput) fail(format string, args ...any) {
+	fmt.Fprintf(o.stderr, format+"\n", args...)
+	o.code = 1
+}
+
+func (o *renderOutput) print(header string, cfg *profile.Config) {
+	if o.printed > 0 {
+		fmt.Fprintln(o.stdout, "---")
+	}
+	o.printed++
+	fmt.Fprintf(o.stdout, "# %s, config hash %s\n", header, cfg.Hash)
+	_, _ = o.stdout.Write(cfg.YAML)
+}
+
+// valid reports the errors of a rendered configuration of one profile, if any.
+func (o *renderOutput) valid(what string, cfg *profile.Config, err error) bool {
+	if err != nil {
+		o.fail("%s: %v", what, err)
+		return false
+	}
+	if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
+		fmt.Fprintf(o.stderr, "%s is invalid:\n", what)
+		for _, e := range errs {
+			fmt.Fprintf(o.stderr, "  %s\n", e.Error())
+		}
+		o.code = 1
+		return false
+	}
+	return true
+}
+
+// profile prints the configuration of a profile that runs its own scheduler.
+func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace string) {
+	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
+	if o.valid("SchedulerProfile "+p.Name, cfg, err) {
+		o.print("SchedulerProfile "+p.Name, cfg)
+	}
+}
+
+// scheduler prints the configuration of a Scheduler with its members of the file, checked as the
+// operator checks them: each on its own, then their queue sorts against the first, then together.
+func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*schedulingv1alpha1.SchedulerProfile, namespace string) {
+	proc := controllers.SchedulerProcess(s, namespace)
+	var entries []profile.Profile
+	var names []string
+	for _, p := range members {
+		what := fmt.Sprintf("SchedulerProfile %s (Scheduler %s)", p.Name, s.Name)
+		entry, err := profile.RenderProfile(p)
+		var cfg *profile.Config
+		if err == nil {
+			cfg, err = profile.RenderProcess(proc, []profile.Profile{entry})
+		}
+		if !o.valid(what, cfg, err) {
+			continue
+		}
+		if len(entries) > 0 {
+			if msg, err := profile.QueueSortConflict(entries[0], entry); err != nil || msg != "" {
+				o.fail("%s sorts the queue unlike %s: %s%v", what, names[0], msg, errOrEmpty(err))
+				continue
+			}
+		}
+		entries, names = append(entries, entry), append(names, p.Name)
+	}
+	if len(entries) == 0 {
+		o.fail("Scheduler %s has no valid SchedulerProfile in the file", s.Name)
+		return
+	}
+	cfg, err := profile.RenderProcess(proc, entries)
+	if err == nil {
+		err = profile.ValidateProcess(cfg.YAML)
+	}
+	if err != nil {
+		o.fail("Scheduler %s: %v", s.Name, err)
+		return
+	}
+	o.print(fmt.Sprintf("Scheduler %s with profiles %s", s.Name, strings.Join(names, ", ")), cfg)
+}
+
+func errOrEmpty(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// objects are the SchedulerProfiles and Schedulers of a file, in the file's order.
+type objects struct {
+	profiles   []*schedulingv1alpha1.SchedulerProfile
+	schedulers []*schedulingv1alpha1.Scheduler
+}
+
+// members are the profiles that name the Scheduler, by name, as the operator orders them.
+func (o *objects) members(scheduler string) []*schedulingv1alpha1.SchedulerProfile {
+	var out []*schedulingv1alpha1.SchedulerProfile
+	for _, p := range o.profiles {
+		if p.Spec.SchedulerRef != nil && p.Spec.SchedulerRef.Name == scheduler {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *schedulingv1alpha1.SchedulerProfile) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (o *objects) scheduler(name string) *schedulingv1alpha1.Scheduler {
+	for _, s := range o.schedulers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// readObjects reads every SchedulerProfile and Scheduler of a multi-document YAML file,
+// strictly: a field the API does not have is an error, as it is for `kubectl apply`.
+func readObjects(file string) (*objects, error) {
 	var in io.Reader = os.Stdin
 	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer f.Close() //nolint:errcheck // the file is only read
 		in = f
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))
-	var profiles []*schedulingv1alpha1.SchedulerProfile
-	for {
+	objs := &objects{}
+	for n := 1; ; n++ {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -97,22 +213,45 @@ func readProfiles(file string) ([]*schedulingv1alpha1.SchedulerProfile, error) {
 			return nil, fmt.Errorf("reading %s: %w", file, err)
 		}
 		if len(bytes.TrimSpace(doc)) == 0 {
+			n--
 			continue
 		}
-		p := &schedulingv1alpha1.SchedulerProfile{}
-		if err := yaml.UnmarshalStrict(doc, p); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, len(profiles)+1, err)
+		if err := objs.add(doc); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, n, err)
 		}
-		if p.APIVersion != schedulingv1alpha1.GroupVersion.String() || p.Kind != "SchedulerProfile" {
-			return nil, fmt.Errorf("%s: document %d is %s %s, not a %s SchedulerProfile", file, len(profiles)+1, p.APIVersion, p.Kind, schedulingv1alpha1.GroupVersion)
-		}
-		if p.Name == "" {
-			return nil, fmt.Errorf("%s: document %d: metadata.name is required", file, len(profiles)+1)
-		}
-		profiles = append(profiles, p)
 	}
-	if len(profiles) == 0 {
+	if len(objs.profiles) == 0 {
 		return nil, fmt.Errorf("%s holds no SchedulerProfile", file)
 	}
-	return profiles, nil
+	return objs, nil
+}
+
+// add decodes one document, a SchedulerProfile or a Scheduler.
+func (o *objects) add(doc []byte) error {
+	var meta metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &meta); err != nil {
+		return err
+	}
+	if meta.APIVersion != schedulingv1alpha1.GroupVersion.String() || (meta.Kind != "SchedulerProfile" && meta.Kind != "Scheduler") {
+		return fmt.Errorf("it is %s %s, not a %s SchedulerProfile or Scheduler", meta.APIVersion, meta.Kind, schedulingv1alpha1.GroupVersion)
+	}
+	var obj interface {
+		GetName() string
+	}
+	if meta.Kind == "Scheduler" {
+		s := &schedulingv1alpha1.Scheduler{}
+		obj = s
+		o.schedulers = append(o.schedulers, s)
+	} else {
+		p := &schedulingv1alpha1.SchedulerProfile{}
+		obj = p
+		o.profiles = append(o.profiles, p)
+	}
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return err
+	}
+	if obj.GetName() == "" {
+		return errors.New("metadata.name is required")
+	}
+	return nil
 }

@@ -69,6 +69,31 @@ spec: {plugins: {score: {enabled: [{name: NoSuchPlugin}]}}}`,
 			wantErr:  []string{`SchedulerProfile bad is invalid:`, `spec.plugins.score.enabled[0].name: Not found: "NoSuchPlugin"`},
 		},
 		{
+			name:     "a member of a Scheduler that is not in the file",
+			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: m}\nspec: {schedulerRef: {name: nope}}\n",
+			wantCode: 1,
+			wantErr:  []string{"SchedulerProfile m names Scheduler nope, which is not in the file"},
+		},
+		{
+			name: "a member that sorts the queue unlike the first",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: Scheduler
+metadata: {name: s}
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: a}
+spec: {schedulerRef: {name: s}}
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: b}
+spec: {schedulerRef: {name: s}, plugins: {queueSort: {disabled: [{name: "*"}], enabled: [{name: PrioritySort}]}}}`,
+			wantCode: 1,
+			wantErr:  []string{"SchedulerProfile b (Scheduler s) sorts the queue unlike a: spec.plugins.queueSort: must be the same for all profiles"},
+		},
+		{
 			name:     "a field the API does not have",
 			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\nspec: {scheduler: {image: evil}}\n",
 			wantCode: 1,

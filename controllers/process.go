@@ -4,6 +4,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // process is one managed scheduler process: the object that owns it (a SchedulerProfile that runs
@@ -95,4 +96,10 @@ func (proc *process) labels() map[string]string {
 // Deployment's selector is immutable.
 func (proc *process) selectorLabels() map[string]string {
 	return map[string]string{labelName: "kube-scheduler", proc.ownerLabel: proc.owner.GetName()}
+}
+
+// SchedulerProcess is what a Scheduler adds around its profiles in its rendered configuration,
+// with the operator in namespace; `manager render` renders a Scheduler the way the operator does.
+func SchedulerProcess(s *schedulingv1alpha1.Scheduler, namespace string) profile.Process {
+	return processSettings(sharedProcess(s), settings{namespace: namespace})
 }

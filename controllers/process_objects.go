@@ -147,7 +147,9 @@ func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *process) e
 // its own. Objects already gone are skipped, so a later pass writes nothing.
 func (r *processObjects) removeProcess(ctx context.Context, proc *process) error {
 	ns := r.settings.namespace
-	at := func(namespace, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: namespace, Name: name} }
+	at := func(namespace, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: namespace, Name: name}
+	}
 	objs := []client.Object{
 		&appsv1.Deployment{ObjectMeta: at(ns, proc.names.deployment())},
 		&policyv1.PodDisruptionBudget{ObjectMeta: at(ns, proc.names.deployment())},

@@ -101,7 +101,7 @@ func TestSharedSchedulerMembers(t *testing.T) {
 	t.Run("a queue sort conflict is refused on the younger member only", func(t *testing.T) {
 		// Valid alone, but upstream compares the queueSort sets as written, so an explicit
 		// PrioritySort differs from the oldest member's default one.
-		d := testutil.MakeProfile(sched+"-d").SchedulerRef(sched).Obj()
+		d := testutil.MakeProfile(sched + "-d").SchedulerRef(sched).Obj()
 		d.Spec.Plugins = &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 			Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
 			Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},

@@ -83,7 +83,7 @@ func readProfiles(file string) ([]*schedulingv1alpha1.SchedulerProfile, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer f.Close() //nolint:errcheck // opened for reading only: a failed Close loses nothing
 		in = f
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))

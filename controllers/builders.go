@@ -158,8 +158,8 @@ func buildPodTemplate(p *schedulingv1alpha1.SchedulerProfile, s settings, cfg *p
 	if sched.Affinity != nil {
 		spec.WithAffinity(affinity(sched.Affinity))
 	}
-	if sched.PriorityClassName != "" {
-		spec.WithPriorityClassName(sched.PriorityClassName)
+	if pc := ptr.Deref(sched.PriorityClassName, ""); pc != "" {
+		spec.WithPriorityClassName(pc)
 	}
 	return corev1ac.PodTemplateSpec().
 		WithLabels(profileLabels(p)).

@@ -33,6 +33,10 @@ CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 # kustomize is built from its own tools module, whose go.mod pins the version.
 KUSTOMIZE_VERSION := $(shell awk '$$1 == "sigs.k8s.io/kustomize/kustomize/v5" { print $$2 }' hack/tools/kustomize/go.mod)
 KUSTOMIZE := $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+# golangci-lint, with the kube-api-linter and logcheck plugins compiled in, is built from its own
+# tools module, whose go.mod pins golangci-lint and the plugins.
+GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/golangci-lint/go.mod)
+GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # Version ldflags so that every Kubernetes binary reports $(K8S_VERSION) instead of v0.0.0-master.
 VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
@@ -72,12 +76,23 @@ fmt: ## Run gofmt on the code.
 vet: ## Run go vet.
 	go vet ./...
 
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml, with kube-api-linter and logcheck) on the whole module, tests included.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with its plugins into bin/ (from hack/tools/golangci-lint).
+
+$(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.sum hack/tools/golangci-lint/main.go
+	cd hack/tools/golangci-lint && go build -ldflags '-s -w' -o $@ .
+
 .PHONY: verify
-verify: generate manifests bundle ## Regenerate everything and fail on any diff or untracked file; gofmt and vet.
+verify: generate manifests bundle $(GOLANGCI_LINT) ## Regenerate everything and fail on any diff or untracked file; gofmt, vet and lint.
 	@out="$$(gofmt -s -l $(GO_SOURCES))"; if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	hack/update-k8s-replaces.sh $(K8S_VERSION)
 	go mod tidy -diff
 	go vet ./...
+	$(GOLANGCI_LINT) run ./...
 	@status="$$(git status --porcelain --untracked-files=all)"; if [[ -n "$$status" ]]; then \
 		echo "generated files are out of date or untracked (run make generate manifests and commit):"; \
 		echo "$$status"; git --no-pager diff --stat; exit 1; fi

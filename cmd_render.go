@@ -56,7 +56,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	}
 	out := &renderOutput{stdout: stdout, stderr: stderr}
 	for _, p := range objs.profiles {
-		if p.Spec.SchedulerRef == nil {
+		if p.Spec.SchedulerRef.Name == "" {
 			out.profile(p, *namespace)
 		}
 	}
@@ -64,7 +64,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		out.scheduler(s, objs.members(s.Name), *namespace)
 	}
 	for _, p := range objs.profiles {
-		if p.Spec.SchedulerRef != nil && objs.scheduler(p.Spec.SchedulerRef.Name) == nil {
+		if p.Spec.SchedulerRef.Name != "" && objs.scheduler(p.Spec.SchedulerRef.Name) == nil {
 			out.fail("SchedulerProfile %s names Scheduler %s, which is not in the file", p.Name, p.Spec.SchedulerRef.Name)
 		}
 	}
@@ -173,7 +173,7 @@ type objects struct {
 func (o *objects) members(scheduler string) []*schedulingv1alpha1.SchedulerProfile {
 	var out []*schedulingv1alpha1.SchedulerProfile
 	for _, p := range o.profiles {
-		if p.Spec.SchedulerRef != nil && p.Spec.SchedulerRef.Name == scheduler {
+		if p.Spec.SchedulerRef.Name != "" && p.Spec.SchedulerRef.Name == scheduler {
 			out = append(out, p)
 		}
 	}
@@ -199,7 +199,7 @@ func readObjects(file string) (*objects, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close() //nolint:errcheck // the file is only read
+		defer f.Close() //nolint:errcheck // opened for reading only: a failed Close loses nothing
 		in = f
 	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(in))

@@ -157,8 +157,8 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 	if sched.Affinity != nil {
 		spec.WithAffinity(affinity(sched.Affinity))
 	}
-	if sched.PriorityClassName != "" {
-		spec.WithPriorityClassName(sched.PriorityClassName)
+	if pc := ptr.Deref(sched.PriorityClassName, ""); pc != "" {
+		spec.WithPriorityClassName(pc)
 	}
 	return corev1ac.PodTemplateSpec().
 		WithLabels(proc.labels()).

@@ -89,7 +89,7 @@ func TestBuildDeployment(t *testing.T) {
 				NodeSelector:      map[string]string{"node-role.kubernetes.io/control-plane": ""},
 				Tolerations:       tolerations,
 				Affinity:          aff,
-				PriorityClassName: "system-cluster-critical",
+				PriorityClassName: ptr.To("system-cluster-critical"),
 				LogVerbosity:      ptr.To[int32](5),
 			}).Obj(),
 			wantReplicas: 1,

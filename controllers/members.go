@@ -68,7 +68,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	pl := &plan{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.Spec.SchedulerRef == nil || p.Spec.SchedulerRef.Name != s.Name || p.DeletionTimestamp != nil {
+		if p.Spec.SchedulerRef.Name == "" || p.Spec.SchedulerRef.Name != s.Name || p.DeletionTimestamp != nil {
 			continue
 		}
 		m := r.checkMember(p, list.Items, proc)

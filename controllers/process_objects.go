@@ -69,7 +69,7 @@ func (r *processObjects) applyAll(ctx context.Context, proc *process, cfg *profi
 			return err
 		}
 		if changed {
-			log.FromContext(ctx).V(1).Info("Applied", kindOf(o.observed), klog.KRef(o.key.Namespace, o.key.Name))
+			log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.observed), "object", klog.KRef(o.key.Namespace, o.key.Name))
 		}
 	}
 	return nil
@@ -180,7 +180,7 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *process) error
 		if err := r.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
 		}
-		log.FromContext(ctx).Info("Deleted the object of a scheduler no longer needed", kindOf(obj), klog.KObj(obj))
+		log.FromContext(ctx).Info("Deleted the object of a scheduler no longer needed", "kind", kindOf(obj), "object", klog.KObj(obj))
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (r *SchedulerReconciler) schedulersOf(ctx context.Context, obj client.Objec
 		return nil
 	}
 	names := map[string]bool{}
-	if p.Spec.SchedulerRef != nil {
+	if p.Spec.SchedulerRef.Name != "" {
 		names[p.Spec.SchedulerRef.Name] = true
 	}
 	var list schedulingv1alpha1.SchedulerList

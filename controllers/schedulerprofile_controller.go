@@ -88,7 +88,7 @@ func (r *SchedulerProfileReconciler) otherProfiles(ctx context.Context, obj clie
 // membersOf enqueues the profiles that name a Scheduler.
 func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.profileRequests(ctx, func(p *schedulingv1alpha1.SchedulerProfile) bool {
-		return p.Spec.SchedulerRef != nil && p.Spec.SchedulerRef.Name == obj.GetName()
+		return p.Spec.SchedulerRef.Name != "" && p.Spec.SchedulerRef.Name == obj.GetName()
 	})
 }
 
@@ -176,7 +176,7 @@ type observation struct {
 // scheduler that runs keeps running its last good configuration.
 func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (*observation, error) {
 	obs := &observation{schedulerName: profile.SchedulerName(p)}
-	if p.Spec.SchedulerRef != nil {
+	if p.Spec.SchedulerRef.Name != "" {
 		return obs, r.reconcileMember(ctx, p, obs)
 	}
 	proc := dedicatedProcess(p, obs.schedulerName)

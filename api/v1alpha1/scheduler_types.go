@@ -50,8 +50,16 @@ type SchedulerSpec struct {
 
 // SchedulerStatus is what the operator observed when it last reconciled the Scheduler.
 type SchedulerStatus struct {
+	// conditions are Available, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// observedGeneration is the generation of the spec that the operator last reconciled successfully.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// profiles are the SchedulerProfiles that the running configuration serves, by name.
@@ -63,36 +71,42 @@ type SchedulerStatus struct {
 
 	// profileCount is the number of entries of profiles.
 	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
 	ProfileCount int32 `json:"profileCount,omitempty"`
 
 	// configHash is the content hash of the rendered KubeSchedulerConfiguration that is rolled out.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
 	ConfigHash string `json:"configHash,omitempty"`
 
 	// configMapName is the immutable ConfigMap, in the operator's namespace, holding the rendered configuration.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	ConfigMapName string `json:"configMapName,omitempty"`
 
 	// deploymentName is the scheduler Deployment in the operator's namespace.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	DeploymentName string `json:"deploymentName,omitempty"`
-
-	// conditions are Available, Progressing and Degraded.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // SchedulerMember is one profile that a Scheduler serves.
 type SchedulerMember struct {
 	// name of the SchedulerProfile.
 	// +required
-	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	Name string `json:"name,omitempty"`
 
 	// schedulerName that pods set to be scheduled by this profile.
 	// +required
-	SchedulerName string `json:"schedulerName"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	SchedulerName string `json:"schedulerName,omitempty"`
 }
 
 // SchedulerList is a list of Schedulers.

@@ -40,11 +40,11 @@ type SchedulerProfile struct {
 
 	// spec is the scheduling profile and how its scheduler runs.
 	// +optional
-	Spec SchedulerProfileSpec `json:"spec,omitempty"`
+	Spec SchedulerProfileSpec `json:"spec,omitzero"`
 
 	// status is what the operator observed when it last reconciled this profile.
 	// +optional
-	Status SchedulerProfileStatus `json:"status,omitempty"`
+	Status SchedulerProfileStatus `json:"status,omitzero"`
 }
 
 // SchedulerProfileSpec is one kube-scheduler profile (the fields of KubeSchedulerProfile and the
@@ -102,7 +102,7 @@ type SchedulerProfileSpec struct {
 	// decisions never conflict, and each added profile costs little memory. Without it, the profile
 	// runs its own scheduler Deployment.
 	// +optional
-	SchedulerRef *SchedulerReference `json:"schedulerRef,omitempty"`
+	SchedulerRef SchedulerReference `json:"schedulerRef,omitzero"`
 }
 
 // SchedulerReference names a Scheduler.
@@ -112,7 +112,7 @@ type SchedulerReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 }
 
 // Plugins lists the plugins to enable or disable at each extension point of the scheduling framework,
@@ -120,69 +120,69 @@ type SchedulerReference struct {
 type Plugins struct {
 	// preEnqueue plugins run before a pod is added to the active scheduling queue.
 	// +optional
-	PreEnqueue PluginSet `json:"preEnqueue,omitempty"`
+	PreEnqueue PluginSet `json:"preEnqueue,omitzero"`
 
 	// queueSort plugins order the scheduling queue. At most one may be enabled.
 	// +optional
-	QueueSort PluginSet `json:"queueSort,omitempty"`
+	QueueSort PluginSet `json:"queueSort,omitzero"`
 
 	// preFilter plugins run at the PreFilter extension point, once per scheduling cycle.
 	// +optional
-	PreFilter PluginSet `json:"preFilter,omitempty"`
+	PreFilter PluginSet `json:"preFilter,omitzero"`
 
 	// filter plugins remove nodes that cannot run the pod.
 	// +optional
-	Filter PluginSet `json:"filter,omitempty"`
+	Filter PluginSet `json:"filter,omitzero"`
 
 	// postFilter plugins run only when no node is feasible (for example preemption).
 	// +optional
-	PostFilter PluginSet `json:"postFilter,omitempty"`
+	PostFilter PluginSet `json:"postFilter,omitzero"`
 
 	// preScore plugins run before scoring.
 	// +optional
-	PreScore PluginSet `json:"preScore,omitempty"`
+	PreScore PluginSet `json:"preScore,omitzero"`
 
 	// score plugins rank the feasible nodes; their weight multiplies their score.
 	// +optional
-	Score PluginSet `json:"score,omitempty"`
+	Score PluginSet `json:"score,omitzero"`
 
 	// reserve plugins reserve and unreserve resources once a node is chosen.
 	// +optional
-	Reserve PluginSet `json:"reserve,omitempty"`
+	Reserve PluginSet `json:"reserve,omitzero"`
 
 	// permit plugins can approve, deny or delay the binding of a pod.
 	// +optional
-	Permit PluginSet `json:"permit,omitempty"`
+	Permit PluginSet `json:"permit,omitzero"`
 
 	// preBind plugins run before a pod is bound.
 	// +optional
-	PreBind PluginSet `json:"preBind,omitempty"`
+	PreBind PluginSet `json:"preBind,omitzero"`
 
 	// bind plugins bind the pod to its node; the first that succeeds ends the list.
 	// +optional
-	Bind PluginSet `json:"bind,omitempty"`
+	Bind PluginSet `json:"bind,omitzero"`
 
 	// postBind plugins run after a pod is bound.
 	// +optional
-	PostBind PluginSet `json:"postBind,omitempty"`
+	PostBind PluginSet `json:"postBind,omitzero"`
 
 	// multiPoint enables or disables a plugin at every extension point it implements. A specific
 	// extension point takes precedence over multiPoint, which takes precedence over the defaults;
 	// disabling "*" here turns off every default plugin.
 	// +optional
-	MultiPoint PluginSet `json:"multiPoint,omitempty"`
+	MultiPoint PluginSet `json:"multiPoint,omitzero"`
 
 	// placementGenerate plugins determine placements for a pod group during a pod group scheduling cycle.
 	// +optional
-	PlacementGenerate PluginSet `json:"placementGenerate,omitempty"`
+	PlacementGenerate PluginSet `json:"placementGenerate,omitzero"`
 
 	// placementScore plugins rank pod group placements; their weight multiplies their score.
 	// +optional
-	PlacementScore PluginSet `json:"placementScore,omitempty"`
+	PlacementScore PluginSet `json:"placementScore,omitzero"`
 
 	// podGroupPostFilter plugins run when a pod group cannot be scheduled (PostFilter for pod groups).
 	// +optional
-	PodGroupPostFilter PluginSet `json:"podGroupPostFilter,omitempty"`
+	PodGroupPostFilter PluginSet `json:"podGroupPostFilter,omitzero"`
 }
 
 // PluginSet is the list of plugins enabled and disabled at one extension point.
@@ -209,7 +209,7 @@ type Plugin struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 
 	// weight multiplies the plugin's node score (Score and PlacementScore plugins only).
 	// 0 or unset means the default weight (1). Between 0 and 100.
@@ -225,14 +225,14 @@ type PluginConfig struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 
 	// args are the plugin's arguments, the fields of its "<name>Args" kind
 	// (for example NodeResourcesFitArgs). apiVersion and kind may be left out.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
-	Args runtime.RawExtension `json:"args,omitempty"`
+	Args runtime.RawExtension `json:"args,omitzero"`
 }
 
 // Extender is an HTTP scheduler extender, with the fields of KubeSchedulerConfiguration.extenders.
@@ -243,38 +243,38 @@ type Extender struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('http://') || self.startsWith('https://'))",message="urlPrefix must be an http:// or https:// URL"
-	URLPrefix string `json:"urlPrefix"`
+	URLPrefix string `json:"urlPrefix,omitempty"`
 
 	// filterVerb is appended to urlPrefix for the filter call; empty if the extender does not filter.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	FilterVerb string `json:"filterVerb,omitempty"`
+	FilterVerb *string `json:"filterVerb,omitempty"`
 
 	// preemptVerb is appended to urlPrefix for the preempt call; empty if not supported.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	PreemptVerb string `json:"preemptVerb,omitempty"`
+	PreemptVerb *string `json:"preemptVerb,omitempty"`
 
 	// prioritizeVerb is appended to urlPrefix for the prioritize call; empty if not supported.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	PrioritizeVerb string `json:"prioritizeVerb,omitempty"`
+	PrioritizeVerb *string `json:"prioritizeVerb,omitempty"`
 
 	// weight multiplies the node scores of the prioritize call; it must be positive when
 	// prioritizeVerb is set.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Weight int64 `json:"weight,omitempty"`
+	Weight *int64 `json:"weight,omitempty"`
 
 	// bindVerb is appended to urlPrefix for the bind call; empty if not supported. An extender that
 	// binds is responsible for binding the pod, and only one extender may bind.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	BindVerb string `json:"bindVerb,omitempty"`
+	BindVerb *string `json:"bindVerb,omitempty"`
 
 	// enableHTTPS makes the scheduler call the extender over https.
 	// +optional
-	EnableHTTPS bool `json:"enableHTTPS,omitempty"`
+	EnableHTTPS *bool `json:"enableHTTPS,omitempty"`
 
 	// tlsConfig is the TLS configuration of the connection to the extender.
 	// +optional
@@ -283,12 +283,12 @@ type Extender struct {
 	// httpTimeout is the timeout of one call to the extender, for example "5s". A filter timeout
 	// fails the pod's scheduling attempt; a prioritize timeout is ignored.
 	// +optional
-	HTTPTimeout metav1.Duration `json:"httpTimeout,omitempty"`
+	HTTPTimeout metav1.Duration `json:"httpTimeout,omitzero"`
 
 	// nodeCacheCapable means the extender caches node information, so the scheduler sends only
 	// node names.
 	// +optional
-	NodeCacheCapable bool `json:"nodeCacheCapable,omitempty"`
+	NodeCacheCapable *bool `json:"nodeCacheCapable,omitempty"`
 
 	// managedResources are the extended resources this extender manages. If set, only pods that
 	// request one of them are sent to the extender.
@@ -299,7 +299,7 @@ type Extender struct {
 
 	// ignorable means scheduling does not fail when the extender errors or is unreachable.
 	// +optional
-	Ignorable bool `json:"ignorable,omitempty"`
+	Ignorable *bool `json:"ignorable,omitempty"`
 }
 
 // ExtenderManagedResource is an extended resource managed by an extender.
@@ -308,45 +308,55 @@ type ExtenderManagedResource struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 
 	// ignoredByScheduler makes the scheduler skip this resource in its own resource checks.
 	// +optional
-	IgnoredByScheduler bool `json:"ignoredByScheduler,omitempty"`
+	IgnoredByScheduler *bool `json:"ignoredByScheduler,omitempty"`
 }
 
 // ExtenderTLSConfig is the TLS configuration of the connection to an extender.
 type ExtenderTLSConfig struct {
 	// insecure skips verification of the extender's certificate. For testing only.
 	// +optional
-	Insecure bool `json:"insecure,omitempty"`
+	Insecure *bool `json:"insecure,omitempty"`
 
 	// serverName is used for SNI and to check the extender's certificate; defaults to the URL's host.
 	// +optional
-	ServerName string `json:"serverName,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	ServerName *string `json:"serverName,omitempty"`
 
 	// certFile is the path, inside the scheduler's container, of a client certificate.
 	// +optional
-	CertFile string `json:"certFile,omitempty"`
+	// +kubebuilder:validation:MaxLength=4096
+	CertFile *string `json:"certFile,omitempty"`
 
 	// keyFile is the path, inside the scheduler's container, of the client certificate's key.
 	// +optional
-	KeyFile string `json:"keyFile,omitempty"`
+	// +kubebuilder:validation:MaxLength=4096
+	KeyFile *string `json:"keyFile,omitempty"`
 
 	// caFile is the path, inside the scheduler's container, of the CA bundle that signs the extender's certificate.
 	// +optional
-	CAFile string `json:"caFile,omitempty"`
+	// +kubebuilder:validation:MaxLength=4096
+	CAFile *string `json:"caFile,omitempty"`
 
-	// certData is a PEM-encoded client certificate; it takes precedence over certFile.
+	// certData is a PEM-encoded client certificate; it takes precedence over certFile. At most
+	// 64 KiB once base64-encoded.
 	// +optional
+	// +kubebuilder:validation:MaxLength=65536
 	CertData []byte `json:"certData,omitempty"`
 
 	// keyData is the PEM-encoded key of the client certificate; it takes precedence over keyFile.
+	// At most 64 KiB once base64-encoded.
 	// +optional
+	// +kubebuilder:validation:MaxLength=65536
 	KeyData []byte `json:"keyData,omitempty"`
 
-	// caData is a PEM-encoded CA bundle; it takes precedence over caFile.
+	// caData is a PEM-encoded CA bundle; it takes precedence over caFile. At most 1 MiB once
+	// base64-encoded.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1048576
 	CAData []byte `json:"caData,omitempty"`
 }
 
@@ -361,7 +371,7 @@ type SchedulerSettings struct {
 
 	// resources of the scheduler container. Defaults to requests of 100m CPU and 128Mi memory.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
 	// nodeSelector constrains the nodes the scheduler pods run on.
 	// +optional
@@ -370,6 +380,7 @@ type SchedulerSettings struct {
 	// tolerations of the scheduler pods.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// affinity of the scheduler pods.
@@ -379,7 +390,7 @@ type SchedulerSettings struct {
 	// priorityClassName of the scheduler pods, for example "system-cluster-critical".
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	PriorityClassName string `json:"priorityClassName,omitempty"`
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
 
 	// logVerbosity is the scheduler's log level (-v), 0 to 10. Defaults to 2.
 	// +optional
@@ -390,31 +401,41 @@ type SchedulerSettings struct {
 
 // SchedulerProfileStatus is what the operator observed when it last reconciled the profile.
 type SchedulerProfileStatus struct {
-	// observedGeneration is the generation of the spec that the operator last reconciled successfully.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-
-	// schedulerName is the resolved scheduler name that pods use to choose this profile.
-	// +optional
-	SchedulerName string `json:"schedulerName,omitempty"`
-
-	// configHash is the content hash of the rendered KubeSchedulerConfiguration that is rolled out.
-	// +optional
-	ConfigHash string `json:"configHash,omitempty"`
-
-	// configMapName is the immutable ConfigMap, in the operator's namespace, holding the rendered configuration.
-	// +optional
-	ConfigMapName string `json:"configMapName,omitempty"`
-
-	// deploymentName is the scheduler Deployment in the operator's namespace.
-	// +optional
-	DeploymentName string `json:"deploymentName,omitempty"`
-
 	// conditions are ConfigValid, Available, Progressing and Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation of the spec that the operator last reconciled successfully.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// schedulerName is the resolved scheduler name that pods use to choose this profile.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// configHash is the content hash of the rendered KubeSchedulerConfiguration that is rolled out.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	ConfigHash string `json:"configHash,omitempty"`
+
+	// configMapName is the immutable ConfigMap, in the operator's namespace, holding the rendered configuration.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMapName string `json:"configMapName,omitempty"`
+
+	// deploymentName is the scheduler Deployment in the operator's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	DeploymentName string `json:"deploymentName,omitempty"`
 }
 
 // SchedulerProfileList is a list of SchedulerProfiles.

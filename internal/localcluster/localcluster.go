@@ -53,9 +53,9 @@ const (
 	// KubeconfigFileName is the admin kubeconfig (group system:masters) in WorkDir.
 	KubeconfigFileName = "kubeconfig"
 
-	// BinDirEnv, when set, is the directory with etcd, kube-apiserver, kube-controller-manager and kwok.
+	// BinDirEnv names the variable that, when set, is the directory with etcd, kube-apiserver, kube-controller-manager and kwok.
 	BinDirEnv = "LOCALCLUSTER_BIN_DIR"
-	// SchedulerBinaryEnv, when set, is the kube-scheduler binary to run as the default scheduler.
+	// SchedulerBinaryEnv names the variable that, when set, is the kube-scheduler binary to run as the default scheduler.
 	SchedulerBinaryEnv = "LOCALCLUSTER_SCHEDULER"
 
 	// DefaultStartTimeout bounds Start when Options.StartTimeout is zero; a cold start takes 4-8 s.
@@ -325,7 +325,7 @@ func getOK(client *http.Client, url string) func(context.Context) error {
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)

@@ -16,7 +16,8 @@ import (
 const (
 	// KwokNodeAnnotation with value KwokNodeAnnotationValue marks the nodes that kwok manages (makes
 	// Ready, heartbeats, and runs pods on). Nodes without it are left alone.
-	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
+	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// KwokNodeAnnotationValue is the value of KwokNodeAnnotation on the nodes kwok manages.
 	KwokNodeAnnotationValue = "fake"
 
 	// nodeReadyTimeout bounds CreateNodes when ctx has no earlier deadline; a node is usually Ready and

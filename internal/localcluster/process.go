@@ -77,7 +77,7 @@ func StartProcess(name, binary string, args, env []string, logPath string, detac
 		return nil, fmt.Errorf("creating log file of %s: %w", name, err)
 	}
 	// The child gets its own copy of the descriptor, so ours is closed once it has started.
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)

@@ -106,21 +106,38 @@ func (s setup) url(scheme string, port int, path string) string {
 func (s setup) server() string { return s.url("https", s.Ports.APIServer, "") }
 
 // withFree returns p with every zero port replaced by a port that the kernel chose free on 127.0.0.1,
-// so that clusters started at the same time (parallel test binaries) do not collide. All listeners
-// stay open until every port is chosen, so no port is handed out twice.
+// so that clusters started at the same time (parallel test binaries) do not collide.
 func (p Ports) withFree() (Ports, error) {
+	var zero []*int
 	for _, port := range []*int{&p.Etcd, &p.EtcdPeer, &p.APIServer, &p.ControllerManager, &p.Scheduler, &p.Kwok} {
-		if *port != 0 {
-			continue
+		if *port == 0 {
+			zero = append(zero, port)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return p, fmt.Errorf("localcluster: finding a free port: %w", err)
-		}
-		defer l.Close()
-		*port = l.Addr().(*net.TCPAddr).Port
+	}
+	free, err := FreePorts(len(zero))
+	if err != nil {
+		return p, err
+	}
+	for i, port := range zero {
+		*port = free[i]
 	}
 	return p, nil
+}
+
+// FreePorts returns n TCP ports on 127.0.0.1 that the kernel chose free. All listeners stay open
+// until every port is chosen, so no port is returned twice; another process could still take one
+// before its user binds it.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("localcluster: finding a free port: %w", err)
+		}
+		defer func() { _ = l.Close() }()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // DefaultBinDir returns $LOCALCLUSTER_BIN_DIR, or else bin/k8s in the repository that contains the

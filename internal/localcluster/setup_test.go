@@ -29,6 +29,6 @@ func TestWithFree(t *testing.T) {
 			t.Errorf("port %d is not free after withFree returned: %v", port, err)
 			continue
 		}
-		l.Close()
+		_ = l.Close()
 	}
 }

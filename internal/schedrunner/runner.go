@@ -10,7 +10,6 @@ package schedrunner
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,7 +158,7 @@ func (r *Runner) start(ctx context.Context, d *appsv1.Deployment) (*localcluster
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +168,7 @@ func (r *Runner) start(ctx context.Context, d *appsv1.Deployment) (*localcluster
 		case strings.HasPrefix(a, "--config="):
 			a = "--config=" + configPath
 		case strings.HasPrefix(a, "--secure-port="):
-			a = fmt.Sprintf("--secure-port=%d", port)
+			a = fmt.Sprintf("--secure-port=%d", ports[0])
 		case strings.HasPrefix(a, "--cert-dir="):
 			a = "--cert-dir=" + dir
 		}
@@ -196,13 +195,4 @@ func (r *Runner) stopAll() {
 		_ = s.proc.Stop(10 * time.Second)
 		delete(r.running, name)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

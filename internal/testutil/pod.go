@@ -24,10 +24,10 @@ func MakePod(name, namespace string) *PodWrapper {
 
 // Label sets the label key to value.
 func (w *PodWrapper) Label(key, value string) *PodWrapper {
-	if w.Pod.Labels == nil {
-		w.Pod.Labels = map[string]string{}
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
 	}
-	w.Pod.Labels[key] = value
+	w.Labels[key] = value
 	return w
 }
 

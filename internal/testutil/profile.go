@@ -57,7 +57,7 @@ func (w *ProfileWrapper) PluginConfig(plugin, args string) *ProfileWrapper {
 
 // SchedulerRef sets spec.schedulerRef: the profile joins the named Scheduler's process.
 func (w *ProfileWrapper) SchedulerRef(scheduler string) *ProfileWrapper {
-	w.Spec.SchedulerRef = &schedulingv1alpha1.SchedulerReference{Name: scheduler}
+	w.Spec.SchedulerRef = schedulingv1alpha1.SchedulerReference{Name: scheduler}
 	return w
 }
 

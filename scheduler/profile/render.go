@@ -254,33 +254,35 @@ func convertPluginList(in []v1alpha1.Plugin) []configv1.Plugin {
 	return out
 }
 
+// convertExtender copies an extender into upstream's type, whose fields are values: an unset
+// optional field of the API becomes the zero value, which upstream reads as unset.
 func convertExtender(in v1alpha1.Extender) configv1.Extender {
 	out := configv1.Extender{
 		URLPrefix:        in.URLPrefix,
-		FilterVerb:       in.FilterVerb,
-		PreemptVerb:      in.PreemptVerb,
-		PrioritizeVerb:   in.PrioritizeVerb,
-		Weight:           in.Weight,
-		BindVerb:         in.BindVerb,
-		EnableHTTPS:      in.EnableHTTPS,
+		FilterVerb:       ptr.Deref(in.FilterVerb, ""),
+		PreemptVerb:      ptr.Deref(in.PreemptVerb, ""),
+		PrioritizeVerb:   ptr.Deref(in.PrioritizeVerb, ""),
+		Weight:           ptr.Deref(in.Weight, 0),
+		BindVerb:         ptr.Deref(in.BindVerb, ""),
+		EnableHTTPS:      ptr.Deref(in.EnableHTTPS, false),
 		HTTPTimeout:      in.HTTPTimeout,
-		NodeCacheCapable: in.NodeCacheCapable,
-		Ignorable:        in.Ignorable,
+		NodeCacheCapable: ptr.Deref(in.NodeCacheCapable, false),
+		Ignorable:        ptr.Deref(in.Ignorable, false),
 	}
 	if t := in.TLSConfig; t != nil {
 		out.TLSConfig = &configv1.ExtenderTLSConfig{
-			Insecure:   t.Insecure,
-			ServerName: t.ServerName,
-			CertFile:   t.CertFile,
-			KeyFile:    t.KeyFile,
-			CAFile:     t.CAFile,
+			Insecure:   ptr.Deref(t.Insecure, false),
+			ServerName: ptr.Deref(t.ServerName, ""),
+			CertFile:   ptr.Deref(t.CertFile, ""),
+			KeyFile:    ptr.Deref(t.KeyFile, ""),
+			CAFile:     ptr.Deref(t.CAFile, ""),
 			CertData:   t.CertData,
 			KeyData:    t.KeyData,
 			CAData:     t.CAData,
 		}
 	}
 	for _, r := range in.ManagedResources {
-		out.ManagedResources = append(out.ManagedResources, configv1.ExtenderManagedResource{Name: r.Name, IgnoredByScheduler: r.IgnoredByScheduler})
+		out.ManagedResources = append(out.ManagedResources, configv1.ExtenderManagedResource{Name: r.Name, IgnoredByScheduler: ptr.Deref(r.IgnoredByScheduler, false)})
 	}
 	return out
 }

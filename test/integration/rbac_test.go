@@ -229,7 +229,7 @@ func readGeneratedRoles(t *testing.T) []client.Object {
 	if err != nil {
 		t.Fatalf("Opening %s: %v", generatedRBAC, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	decoder := serializer.NewCodecFactory(operatorenv.NewScheme()).UniversalDeserializer()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	var roles []client.Object

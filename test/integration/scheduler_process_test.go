@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,7 +71,11 @@ func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
 		}
 	})
 
-	port := freePort(t)
+	ports, err := localcluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ports[0]
 	cmd := exec.Command(binary,
 		"--config", configPath,
 		"--bind-address", "127.0.0.1",
@@ -82,7 +85,7 @@ func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
-		logFile.Close()
+		_ = logFile.Close()
 		t.Fatalf("Starting %s: %v", binary, err)
 	}
 	proc := &schedulerProcess{exited: make(chan error, 1)}
@@ -92,18 +95,19 @@ func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
 		// Kill, then wait, so that no scheduler outlives its test and binds later tests' pods.
 		_ = cmd.Process.Kill()
 		select {
-		case <-exited:
+		case err := <-exited:
+			t.Logf("kube-scheduler (pid %d) stopped: %v", cmd.Process.Pid, err)
 		case <-time.After(30 * time.Second):
 			t.Errorf("kube-scheduler (pid %d) did not exit 30s after SIGKILL", cmd.Process.Pid)
 		}
-		logFile.Close()
+		_ = logFile.Close()
 	})
 
 	readyz := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
 	httpClient := &http.Client{
 		Timeout: 2 * time.Second,
 		// The scheduler serves a self-signed certificate; only the status code matters here.
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the scheduler serves a self-signed certificate on 127.0.0.1
 	}
 	defer httpClient.CloseIdleConnections()
 	testutil.Eventually(t, 60*time.Second, readyz+" to answer 200", func(ctx context.Context) error {
@@ -118,23 +122,11 @@ func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
 		if err != nil {
 			return err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("answered %s", resp.Status)
 		}
 		return nil
 	})
 	return proc
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago. Another process could
-// take it before the scheduler binds it; the scheduler then exits and startScheduler says so.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("Finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

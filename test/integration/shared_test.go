@@ -185,7 +185,7 @@ func TestSharedAndDedicatedOfTheSameName(t *testing.T) {
 
 	k.createScheduler(t, testutil.MakeScheduler(name).Obj())
 	k.updateProfile(t, mover, func(p *schedulingv1alpha1.SchedulerProfile) {
-		p.Spec.SchedulerRef = &schedulingv1alpha1.SchedulerReference{Name: name}
+		p.Spec.SchedulerRef = schedulingv1alpha1.SchedulerReference{Name: name}
 	})
 	s := k.waitForScheduler(t, name, "to serve the mover", servesProfiles(mover))
 	if s.Status.DeploymentName == dedicated.Status.DeploymentName || strings.HasPrefix(s.Status.ConfigMapName, name+"-config-") {

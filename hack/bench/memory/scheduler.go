@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,7 +78,7 @@ func (b *bench) measure(ctx context.Context, c configuration) (sample, error) {
 // (in a pod the scheduler uses its in-cluster config), so a top-level key appended to it points
 // the scheduler at the test apiserver.
 func (b *bench) start(c configuration) ([]*localcluster.Process, error) {
-	ports, err := freePorts(len(c.processes))
+	ports, err := localcluster.FreePorts(len(c.processes))
 	if err != nil {
 		return nil, err
 	}
@@ -154,22 +153,6 @@ func stopAll(procs []*localcluster.Process) {
 			fmt.Fprintln(os.Stderr, "bench-memory:", err)
 		}
 	}
-}
-
-// freePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago: all listeners
-// stay open until every port is chosen. Another process could still take one before its
-// scheduler binds it; that scheduler then exits, and probe says so.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // readMemory reads VmRSS and VmHWM of pid from /proc/<pid>/status, where they are in kB.

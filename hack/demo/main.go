@@ -90,7 +90,7 @@ func start(dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	step("Installing the SchedulerProfile CRD and starting the operator (bin/manager)")
+	step("Installing the CRDs (SchedulerProfile, Scheduler) and starting the operator (bin/manager)")
 	if err := operatorenv.Install(ctx, c, paths.Root); err != nil {
 		return err
 	}
@@ -116,23 +116,23 @@ func start(dir string) (err error) {
 	if err := cluster.CreateNodes(ctx, demoNodes()); err != nil {
 		return err
 	}
-	step("Applying the sample SchedulerProfiles from config/samples")
-	profiles, err := applySamples(ctx, c, paths.Root)
+	step("Applying config/samples: three profiles with schedulers of their own, a Scheduler shared by two more")
+	samples, err := applySamples(ctx, c, paths.Root)
 	if err != nil {
 		return err
 	}
-	if err := waitAvailable(ctx, c, profiles); err != nil {
+	if err := waitAvailable(ctx, c, samples); err != nil {
 		return fmt.Errorf("%w (operator log: %s)", err, filepath.Join(dir, "manager.log"))
 	}
 	step("Running a workload per profile")
-	if err := runWorkloads(ctx, c, profiles); err != nil {
+	if err := runWorkloads(ctx, c, samples.workloads); err != nil {
 		return fmt.Errorf("%w (scheduler logs: %s)", err, filepath.Join(dir, "schedulers"))
 	}
-	if err := report(ctx, c, profiles, os.Stdout); err != nil {
+	if err := report(ctx, c, samples, os.Stdout); err != nil {
 		return err
 	}
 	fmt.Printf("\nThe demo took %s. The cluster keeps running; to look around:\n\n", time.Since(began).Round(time.Second))
-	fmt.Printf("  export KUBECONFIG=%s\n  kubectl get schedulerprofiles\n  kubectl get pods -o wide -l app.kubernetes.io/part-of=schedops-demo\n\nStop it with `make demo-stop`.\n", cluster.Kubeconfig())
+	fmt.Printf("  export KUBECONFIG=%s\n  kubectl get schedulerprofiles\n  kubectl get schedulers\n  kubectl get pods -o wide -l app.kubernetes.io/part-of=schedops-demo\n\nStop it with `make demo-stop`.\n", cluster.Kubeconfig())
 	return nil
 }
 

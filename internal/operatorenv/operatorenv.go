@@ -1,5 +1,5 @@
 // Package operatorenv installs and starts the operator on a local simulated cluster
-// (internal/localcluster): its CRD, its namespace, and, for `make demo`, bin/manager as a process
+// (internal/localcluster): its CRDs, its namespace, and, for `make demo`, bin/manager as a process
 // that outlives the demo command. The end-to-end tests install with it and run the operator in
 // their own process (test/framework). Test and demo code, not part of the product.
 package operatorenv
@@ -41,22 +41,30 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// Install creates the SchedulerProfile CRD from the repository (waiting until it is established)
-// and the operator's namespace.
+// Install creates the operator's CRDs from the repository (config/crd/bases: SchedulerProfile
+// and Scheduler; the manager watches both and does not start without either), waits until they
+// are established, and creates the operator's namespace.
 func Install(ctx context.Context, c client.Client, root string) error {
-	path := filepath.Join(root, "config", "crd", "bases", "scheduling.schedops.io_schedulerprofiles.yaml")
-	data, err := os.ReadFile(path)
+	paths, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 	if err != nil {
 		return err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		return fmt.Errorf("parsing %s: %w", path, err)
+	var names []string
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return fmt.Errorf("parsing %s: %w", path, err)
+		}
+		if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the CRD %s: %w", crd.Name, err)
+		}
+		names = append(names, crd.Name)
 	}
-	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the CRD: %w", err)
-	}
-	if err := WaitEstablished(ctx, c, crd.Name); err != nil {
+	if err := WaitEstablished(ctx, c, names...); err != nil {
 		return err
 	}
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {

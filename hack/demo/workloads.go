@@ -151,7 +151,7 @@ func readObjects(path string) ([]client.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
 	var out []client.Object
 	for {
@@ -271,7 +271,7 @@ func podsOf(ctx context.Context, c client.Client, app string) ([]corev1.Pod, err
 // profiles it serves: conditions, and where each profile's pods landed.
 func report(ctx context.Context, c client.Client, s *samples, out io.Writer) error {
 	for _, w := range s.workloads {
-		if w.profile.Spec.SchedulerRef == nil {
+		if w.profile.Spec.SchedulerRef.Name == "" {
 			if err := reportProfile(ctx, c, w.profile, out); err != nil {
 				return err
 			}
@@ -282,7 +282,7 @@ func report(ctx context.Context, c client.Client, s *samples, out io.Writer) err
 			return err
 		}
 		for _, w := range s.workloads {
-			if ref := w.profile.Spec.SchedulerRef; ref != nil && ref.Name == sch.Name {
+			if w.profile.Spec.SchedulerRef.Name == sch.Name {
 				if err := reportProfile(ctx, c, w.profile, out); err != nil {
 					return err
 				}
@@ -313,7 +313,7 @@ func reportProfile(ctx context.Context, c client.Client, p *schedulingv1alpha1.S
 		return err
 	}
 	servedBy := ""
-	if p.Spec.SchedulerRef != nil {
+	if p.Spec.SchedulerRef.Name != "" {
 		servedBy = ", Scheduler " + p.Spec.SchedulerRef.Name
 	}
 	fmt.Fprintf(out, "\nSchedulerProfile %s (schedulerName %s%s, config %s)\n", p.Name, p.Status.SchedulerName, servedBy, p.Status.ConfigMapName)

@@ -15,6 +15,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -183,4 +184,17 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *process) error
 		log.FromContext(ctx).Info("Deleted the object of a scheduler no longer needed", "kind", kindOf(obj), "object", klog.KObj(obj))
 	}
 	return nil
+}
+
+// ownsProcessObjects watches the kinds of objects a process owns, for the owner's controller: a
+// managed object edited or deleted by hand is restored.
+func ownsProcessObjects(b *builder.Builder) *builder.Builder {
+	return b.
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&rbacv1.ClusterRoleBinding{})
 }

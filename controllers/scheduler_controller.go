@@ -8,8 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,15 +44,7 @@ func NewSchedulerReconciler(c client.Client, recorder events.EventRecorder, name
 // SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
 // or leave them.
 func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&schedulingv1alpha1.Scheduler{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
+	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{})).
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
 			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -7,9 +7,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -61,15 +58,7 @@ func NewSchedulerProfileReconciler(c client.Client, recorder events.EventRecorde
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&schedulingv1alpha1.SchedulerProfile{}).
-		Owns(&corev1.ServiceAccount{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&policyv1.PodDisruptionBudget{}).
-		Owns(&rbacv1.Role{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&rbacv1.ClusterRoleBinding{}).
+	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{})).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
 		// status-only updates cannot.
 		Watches(&schedulingv1alpha1.SchedulerProfile{},

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,22 +35,7 @@ func TestRenderProcessGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "shared", "config.golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, cfg.YAML, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(cfg.YAML)); diff != "" {
-		t.Errorf("rendered config differs from %s (-want +got):\n%s", golden, diff)
-	}
+	checkGolden(t, filepath.Join("testdata", "shared", "config.golden"), cfg.YAML)
 	if err := ValidateProcess(cfg.YAML); err != nil {
 		t.Errorf("the shared configuration is invalid: %v", err)
 	}

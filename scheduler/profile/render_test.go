@@ -38,19 +38,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, cfg.YAML, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("reading golden file (run go test -update to create it): %v", err)
-			}
-			if diff := cmp.Diff(string(want), string(cfg.YAML)); diff != "" {
-				t.Errorf("rendered config differs from %s (-want +got):\n%s", golden, diff)
-			}
+			checkGolden(t, filepath.Join("testdata", name+".golden"), cfg.YAML)
 			if errs := Validate(cfg.YAML); len(errs) > 0 {
 				t.Errorf("the rendered config is invalid: %v", errs.ToAggregate())
 			}
@@ -135,4 +123,24 @@ func readProfile(t *testing.T, path string) *v1alpha1.SchedulerProfile {
 		t.Fatalf("parsing %s: %v", path, err)
 	}
 	return p
+}
+
+// checkGolden compares rendered bytes with a golden file; -update rewrites the file instead.
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden file (run go test -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("rendered config differs from %s (-want +got):\n%s", golden, diff)
+	}
 }

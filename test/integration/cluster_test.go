@@ -88,7 +88,14 @@ func (k *cluster) deleteProfileAndObjects(t *testing.T, name string) {
 	if err := client.IgnoreNotFound(k.admin.Delete(ctx, p)); err != nil {
 		t.Errorf("Deleting SchedulerProfile %s: %v", name, err)
 	}
-	ofProfile := client.MatchingLabels{controllers.LabelProfile: name}
+	k.deleteObjectsOf(ctx, t, controllers.LabelProfile, name)
+}
+
+// deleteObjectsOf deletes the objects that carry label=owner, in every place a process has them,
+// as the garbage collector would once their owner is gone.
+func (k *cluster) deleteObjectsOf(ctx context.Context, t *testing.T, label, owner string) {
+	t.Helper()
+	of := client.MatchingLabels{label: owner}
 	for _, del := range []struct {
 		obj       client.Object
 		namespace string
@@ -101,12 +108,12 @@ func (k *cluster) deleteProfileAndObjects(t *testing.T, name string) {
 		{&rbacv1.RoleBinding{}, "kube-system"},
 		{&rbacv1.ClusterRoleBinding{}, ""},
 	} {
-		opts := []client.DeleteAllOfOption{ofProfile}
+		opts := []client.DeleteAllOfOption{of}
 		if del.namespace != "" {
 			opts = append(opts, client.InNamespace(del.namespace))
 		}
 		if err := k.admin.DeleteAllOf(ctx, del.obj, opts...); err != nil {
-			t.Errorf("Deleting the %T of %s: %v", del.obj, name, err)
+			t.Errorf("Deleting the %T of %s: %v", del.obj, owner, err)
 		}
 	}
 }

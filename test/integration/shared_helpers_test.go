@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,18 +38,7 @@ func (k *cluster) deleteSchedulerAndObjects(t *testing.T, name string) {
 	if err := client.IgnoreNotFound(k.admin.Delete(ctx, s)); err != nil {
 		t.Errorf("Deleting Scheduler %s: %v", name, err)
 	}
-	ofScheduler := client.MatchingLabels{controllers.LabelScheduler: name}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
-		if err := k.admin.DeleteAllOf(ctx, obj, ofScheduler, client.InNamespace(operatorNamespace)); err != nil {
-			t.Errorf("Deleting the %T of %s: %v", obj, name, err)
-		}
-	}
-	if err := k.admin.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, ofScheduler, client.InNamespace("kube-system")); err != nil {
-		t.Errorf("Deleting the RoleBindings of %s: %v", name, err)
-	}
-	if err := k.admin.DeleteAllOf(ctx, &rbacv1.ClusterRoleBinding{}, ofScheduler); err != nil {
-		t.Errorf("Deleting the ClusterRoleBindings of %s: %v", name, err)
-	}
+	k.deleteObjectsOf(ctx, t, controllers.LabelScheduler, name)
 }
 
 func (k *cluster) getScheduler(ctx context.Context, name string) (*schedulingv1alpha1.Scheduler, error) {

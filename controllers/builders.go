@@ -109,20 +109,17 @@ func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.Co
 		WithData(map[string]string{configFileKey: string(cfg.YAML)})
 }
 
-// buildDeployment runs the scheduler with the rendered configuration. With one replica the
-// strategy is Recreate: without leader election, an old and a new scheduler must never run
-// together. With more, leader election is on and rolling updates keep every replica
-// (maxUnavailable 0).
+// buildDeployment runs the scheduler with the rendered configuration. Leader election is always
+// on, so whatever the replica count a rollout starts a new pod first (maxSurge 1), keeps every old
+// one until the new one is ready (maxUnavailable 0), and the new one takes the lease when an old
+// leader releases it on shutdown: the profile is never without a scheduler.
 func buildDeployment(proc *process, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
 	n := replicas(proc.run.Replicas)
-	strategy := appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)
-	if n > 1 {
-		strategy = appsv1ac.DeploymentStrategy().
-			WithType(appsv1.RollingUpdateDeploymentStrategyType).
-			WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
-				WithMaxUnavailable(intstr.FromInt32(0)).
-				WithMaxSurge(intstr.FromInt32(1)))
-	}
+	strategy := appsv1ac.DeploymentStrategy().
+		WithType(appsv1.RollingUpdateDeploymentStrategyType).
+		WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+			WithMaxUnavailable(intstr.FromInt32(0)).
+			WithMaxSurge(intstr.FromInt32(1)))
 	return appsv1ac.Deployment(proc.names.deployment(), s.namespace).
 		WithLabels(proc.labels()).
 		WithSpec(appsv1ac.DeploymentSpec().

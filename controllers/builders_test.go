@@ -20,6 +20,12 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
+// surgeOne is the strategy of every scheduler Deployment: a new pod first, no old one stopped
+// before it is ready.
+var surgeOne = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+	MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
+}}
+
 var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
 
 // dedicated is the scheduler process of a profile that runs its own scheduler.
@@ -65,10 +71,10 @@ func TestBuildDeployment(t *testing.T) {
 		check        func(t *testing.T, spec *corev1.PodSpec)
 	}{
 		{
-			name:         "defaults: one replica recreated, default requests, -v=2",
+			name:         "defaults: one replica rolled new-first, default requests, -v=2",
 			profile:      testutil.MakeProfile("binpack").Obj(),
 			wantReplicas: 1,
-			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			wantStrategy: surgeOne,
 			wantRes:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}},
 			wantArgs:     []string{"--config=/etc/kubernetes/scheduler/config.yaml", "--secure-port=10259", "--cert-dir=/tmp", "--v=2"},
 		},
@@ -93,7 +99,7 @@ func TestBuildDeployment(t *testing.T) {
 				LogVerbosity:      ptr.To[int32](5),
 			}).Obj(),
 			wantReplicas: 1,
-			wantStrategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+			wantStrategy: surgeOne,
 			wantRes:      corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
 			wantArgs:     []string{"--config=/etc/kubernetes/scheduler/config.yaml", "--secure-port=10259", "--cert-dir=/tmp", "--v=5"},
 			check: func(t *testing.T, spec *corev1.PodSpec) {

@@ -181,7 +181,6 @@ func processSettings(proc *process, s settings) profile.Process {
 	return profile.Process{
 		Namespace: s.namespace,
 		LeaseName: proc.leaseName,
-		Replicas:  replicas(proc.run.Replicas),
 		Extenders: proc.extenders,
 	}
 }

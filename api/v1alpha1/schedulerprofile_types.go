@@ -362,8 +362,8 @@ type ExtenderTLSConfig struct {
 
 // SchedulerSettings sets how the managed scheduler Deployment runs.
 type SchedulerSettings struct {
-	// replicas is the number of scheduler pods, 1 to 5. With more than one, leader election is on
-	// and only the leader schedules; the others take over when it fails. Defaults to 1.
+	// replicas is the number of scheduler pods, 1 to 5. Leader election is always on: only the
+	// leader schedules, and the others take over when it fails. Defaults to 1.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=5

@@ -95,8 +95,9 @@ func SchedulerName(p *v1alpha1.SchedulerProfile) string {
 
 // Render builds the KubeSchedulerConfiguration of a profile that runs its own scheduler: one
 // profile with the spec's plugins, pluginConfig and percentageOfNodesToScore, the spec's
-// extenders, leader election on a lease named after the scheduler in settings.Namespace
-// (elections only run with more than one replica), and the in-cluster client connection. The
+// extenders, leader election (always on, so that an old and a new scheduler can overlap during a
+// rollout) on a lease named after the scheduler in settings.Namespace, and the in-cluster client
+// connection. The
 // same spec always gives the same bytes: map keys are sorted, and lists keep the order the user
 // gave, which is meaningful (plugins run in that order).
 func Render(p *v1alpha1.SchedulerProfile, settings Settings) (*Config, error) {
@@ -107,7 +108,6 @@ func Render(p *v1alpha1.SchedulerProfile, settings Settings) (*Config, error) {
 	return RenderProcess(Process{
 		Namespace: settings.Namespace,
 		LeaseName: prof.SchedulerName,
-		Replicas:  ptr.Deref(p.Spec.Scheduler.Replicas, 1),
 		Extenders: p.Spec.Extenders,
 	}, []Profile{prof})
 }
@@ -125,8 +125,6 @@ type Process struct {
 	Namespace string
 	// LeaseName names the lease.
 	LeaseName string
-	// Replicas of the scheduler; with more than one, leader election is on.
-	Replicas int32
 	// Extenders are called by every profile of the process.
 	Extenders []v1alpha1.Extender
 }
@@ -163,7 +161,7 @@ func RenderProcess(proc Process, profiles []Profile) (*Config, error) {
 		APIVersion: configv1.SchemeGroupVersion.String(),
 		Kind:       "KubeSchedulerConfiguration",
 		LeaderElection: leaderElection{
-			LeaderElect:       proc.Replicas > 1,
+			LeaderElect:       true,
 			ResourceLock:      "leases",
 			ResourceName:      proc.LeaseName,
 			ResourceNamespace: proc.Namespace,

@@ -50,12 +50,12 @@ func TestRenderLeaderElection(t *testing.T) {
 	tests := []struct {
 		name       string
 		profile    *v1alpha1.SchedulerProfile
-		wantElect  bool
 		wantLease  string
 		wantSchedN string
 	}{
+		// One replica elects too: during a rollout the old and the new pod overlap.
 		{name: "one replica", profile: testutil.MakeProfile("binpack").Obj(), wantLease: "binpack", wantSchedN: "binpack"},
-		{name: "two replicas", profile: testutil.MakeProfile("binpack").Replicas(2).Obj(), wantElect: true, wantLease: "binpack", wantSchedN: "binpack"},
+		{name: "two replicas", profile: testutil.MakeProfile("binpack").Replicas(2).Obj(), wantLease: "binpack", wantSchedN: "binpack"},
 		{name: "explicit scheduler name", profile: testutil.MakeProfile("p").SchedulerName("team-a").Obj(), wantLease: "team-a", wantSchedN: "team-a"},
 	}
 	for _, tc := range tests {
@@ -68,7 +68,7 @@ func TestRenderLeaderElection(t *testing.T) {
 			if err := yaml.UnmarshalStrict(cfg.YAML, &doc); err != nil {
 				t.Fatal(err)
 			}
-			want := leaderElection{LeaderElect: tc.wantElect, ResourceLock: "leases", ResourceName: tc.wantLease, ResourceNamespace: "ops"}
+			want := leaderElection{LeaderElect: true, ResourceLock: "leases", ResourceName: tc.wantLease, ResourceNamespace: "ops"}
 			if diff := cmp.Diff(want, doc.LeaderElection); diff != "" {
 				t.Errorf("leader election (-want +got):\n%s", diff)
 			}

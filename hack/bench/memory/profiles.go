@@ -68,7 +68,7 @@ func configurations(n int) ([]configuration, error) {
 
 // shared renders one process serving profiles and checks it.
 func shared(profiles []profile.Profile) (process, error) {
-	cfg, err := profile.RenderProcess(profile.Process{Namespace: leaseNamespace, LeaseName: "bench-shared", Replicas: 1}, profiles)
+	cfg, err := profile.RenderProcess(profile.Process{Namespace: leaseNamespace, LeaseName: "bench-shared"}, profiles)
 	if err != nil {
 		return process{}, err
 	}

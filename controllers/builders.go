@@ -114,20 +114,25 @@ func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.Co
 // one until the new one is ready (maxUnavailable 0), and the new one takes the lease when an old
 // leader releases it on shutdown: the profile is never without a scheduler.
 func buildDeployment(proc *process, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
-	n := replicas(proc.run.Replicas)
-	strategy := appsv1ac.DeploymentStrategy().
-		WithType(appsv1.RollingUpdateDeploymentStrategyType).
-		WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
-			WithMaxUnavailable(intstr.FromInt32(0)).
-			WithMaxSurge(intstr.FromInt32(1)))
+	template := buildPodTemplate(proc, s, cfg)
+	template.WithAnnotations(map[string]string{AnnotationRevision: revisionOf(template)})
+	return deploymentWith(proc, s, template)
+}
+
+// deploymentWith is the scheduler Deployment of a process running a given pod template.
+func deploymentWith(proc *process, s settings, template *corev1ac.PodTemplateSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	return appsv1ac.Deployment(proc.names.deployment(), s.namespace).
 		WithLabels(proc.labels()).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(n).
+			WithReplicas(replicas(proc.run.Replicas)).
 			WithRevisionHistoryLimit(keptConfigMaps).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.selectorLabels())).
-			WithStrategy(strategy).
-			WithTemplate(buildPodTemplate(proc, s, cfg)))
+			WithStrategy(appsv1ac.DeploymentStrategy().
+				WithType(appsv1.RollingUpdateDeploymentStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+					WithMaxUnavailable(intstr.FromInt32(0)).
+					WithMaxSurge(intstr.FromInt32(1)))).
+			WithTemplate(template))
 }
 
 func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {

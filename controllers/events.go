@@ -26,6 +26,10 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 		}
 		r.recorder.Eventf(after, nil, eventType, c.Reason, actionValidate, "%s", c.Message)
 	}
+	if rolledBack(before, after) {
+		r.recorder.Eventf(after, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s",
+			meta.FindStatusCondition(after.Status.Conditions, schedulingv1alpha1.ConditionDegraded).Message)
+	}
 	if rolloutStarted(before, after) {
 		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)
@@ -60,4 +64,9 @@ func transition(before, after *schedulingv1alpha1.SchedulerProfile, typ string) 
 // runs is the status's, so each new one starts exactly one rollout.
 func rolloutStarted(before, after *schedulingv1alpha1.SchedulerProfile) bool {
 	return after.Status.ConfigHash != "" && after.Status.ConfigHash != before.Status.ConfigHash
+}
+
+// rolledBack tells whether the status newly records a failed revision, which the pass rolled back.
+func rolledBack(before, after *schedulingv1alpha1.SchedulerProfile) bool {
+	return after.Status.FailedRevision != "" && after.Status.FailedRevision != before.Status.FailedRevision
 }

@@ -20,6 +20,10 @@ var (
 		Help: "Reconciles that found a SchedulerProfile's configuration invalid, so nothing was rolled out.",
 	}, []string{"profile"})
 
+	rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedops_rollbacks_total",
+		Help: "Rollouts of a scheduler that failed and were returned to the last revision that ran available.",
+	}, []string{"kind", "name"})
 	rolloutsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_rollouts_started_total",
 		Help: "Rollouts of a new scheduler configuration.",
@@ -27,7 +31,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks)
 }
 
 // recordMetrics exports the profile's conditions and counts what the pass did.
@@ -51,11 +55,15 @@ func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observat
 	if rolloutStarted(before, p) {
 		rolloutsStarted.WithLabelValues(p.Name).Inc()
 	}
+	if rolledBack(before, p) && p.Spec.SchedulerRef.Name == "" {
+		rollbacks.WithLabelValues("SchedulerProfile", p.Name).Inc()
+	}
 }
 
 // forgetMetrics removes the series of a deleted profile.
 func forgetMetrics(name string) {
 	profileConditions.DeletePartialMatch(prometheus.Labels{"profile": name})
 	configValidationsFailed.DeletePartialMatch(prometheus.Labels{"profile": name})
+	rollbacks.DeletePartialMatch(prometheus.Labels{"kind": "SchedulerProfile", "name": name})
 	rolloutsStarted.DeletePartialMatch(prometheus.Labels{"profile": name})
 }

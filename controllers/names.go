@@ -16,6 +16,9 @@ const (
 	// AnnotationConfigHash is the config hash on the scheduler's pod template: a new config is a
 	// new template, so a rolling update; the same config is no update at all.
 	AnnotationConfigHash = "scheduling.schedops.io/config-hash"
+	// AnnotationRevision is the hash of the scheduler's whole pod template, on the template: it
+	// tells which ReplicaSet runs which revision, so a failed one can be rolled back.
+	AnnotationRevision = "scheduling.schedops.io/revision"
 
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"

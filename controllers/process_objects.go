@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,9 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -30,18 +33,38 @@ type processObjects struct {
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer
-// needs, and returns its live Deployment.
-func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Config) (*appsv1.Deployment, error) {
-	if err := r.applyAll(ctx, proc, cfg); err != nil {
-		return nil, err
+// needs, follows the rollout, and returns its live Deployment. A revision whose rollout failed is
+// not applied again: the Deployment stays on (or returns to) the last revision that ran available.
+func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Config, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
+	objs := r.desiredObjects(proc, cfg)
+	last := len(objs) - 1
+	if objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration).Spec.Template.Annotations[AnnotationRevision] == st.failed {
+		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable)
+		if err != nil {
+			return nil, st, err
+		}
+		objs = objs[:last]
+		if rollback != nil {
+			objs = append(objs, *rollback)
+		}
+	} else {
+		st.failed, st.cause = "", ""
+	}
+	if err := r.applyAll(ctx, objs); err != nil {
+		return nil, st, err
 	}
 	if err := r.deleteUnwantedPDB(ctx, proc); err != nil {
-		return nil, err
+		return nil, st, err
 	}
 	if err := r.pruneConfigMaps(ctx, proc, cfg.Hash); err != nil {
-		return nil, err
+		return nil, st, err
 	}
-	return r.liveDeployment(ctx, proc)
+	d, err := r.liveDeployment(ctx, proc)
+	if err != nil {
+		return nil, st, err
+	}
+	st, err = r.judgeRollout(ctx, proc, d, st)
+	return d, st, err
 }
 
 // desiredObjects are the objects of a process with a valid configuration, the ConfigMap before
@@ -63,8 +86,8 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config) []ow
 	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
 }
 
-func (r *processObjects) applyAll(ctx context.Context, proc *process, cfg *profile.Config) error {
-	for _, o := range r.desiredObjects(proc, cfg) {
+func (r *processObjects) applyAll(ctx context.Context, objs []owned) error {
+	for _, o := range objs {
 		changed, err := r.apply(ctx, o)
 		if err != nil {
 			return err
@@ -187,9 +210,16 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *process) error
 }
 
 // ownsProcessObjects watches the kinds of objects a process owns, for the owner's controller: a
-// managed object edited or deleted by hand is restored.
-func ownsProcessObjects(b *builder.Builder) *builder.Builder {
+// managed object edited or deleted by hand is restored. It also watches the scheduler pods, found
+// by the owner label, whose failures decide a rollback.
+func ownsProcessObjects(b *builder.Builder, ownerLabel string) *builder.Builder {
 	return b.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			if name := obj.GetLabels()[ownerLabel]; name != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
+			}
+			return nil
+		})).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
@@ -197,4 +227,58 @@ func ownsProcessObjects(b *builder.Builder) *builder.Builder {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&rbacv1.ClusterRoleBinding{})
+}
+
+// judgeRollout follows the rollout of the Deployment's revision: a revision that runs available
+// becomes the one to return to; one whose rollout failed for good is marked failed, and the next
+// pass returns the Deployment to the last available revision. Without such a revision (the first
+// rollout) there is nothing to return to, and the Deployment's own progress deadline reports it.
+func (r *processObjects) judgeRollout(ctx context.Context, proc *process, d *appsv1.Deployment, st rolloutState) (rolloutState, error) {
+	if d == nil {
+		return st, nil
+	}
+	rev := d.Spec.Template.Annotations[AnnotationRevision]
+	if deploymentAvailable(d) {
+		st.lastAvailable = rev
+		return st, nil
+	}
+	if rev == "" || rev == st.lastAvailable || rev == st.failed || st.lastAvailable == "" {
+		return st, nil
+	}
+	inNamespace, selected := client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())
+	var rss appsv1.ReplicaSetList
+	if err := r.client.List(ctx, &rss, inNamespace, selected); err != nil {
+		return st, fmt.Errorf("listing ReplicaSets: %w", err)
+	}
+	rs := replicaSetOf(rss.Items, rev)
+	if rs == nil {
+		return st, nil
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, inNamespace, selected); err != nil {
+		return st, fmt.Errorf("listing pods: %w", err)
+	}
+	deadline := rolloutDeadline(proc)
+	if cause := rolloutFailure(rs, podsOf(rs, pods.Items), deadline, time.Now()); cause != "" {
+		st.failed, st.cause = rev, cause
+		st.recheckAfter = time.Second
+		return st, nil
+	}
+	st.recheckAfter = max(time.Second, deadline-time.Since(rs.CreationTimestamp.Time)+time.Second)
+	return st, nil
+}
+
+// rollbackDeployment is the Deployment of a process returned to an earlier revision, with the pod
+// template of that revision's ReplicaSet; nil when the ReplicaSet is gone.
+func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string) (*owned, error) {
+	var rss appsv1.ReplicaSetList
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())); err != nil {
+		return nil, fmt.Errorf("listing ReplicaSets: %w", err)
+	}
+	rs := replicaSetOf(rss.Items, revision)
+	if rs == nil {
+		return nil, nil
+	}
+	o := newOwned(proc, deploymentWith(proc, r.settings, rollbackTemplate(rs)), &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
+	return &o, nil
 }

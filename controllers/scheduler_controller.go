@@ -44,7 +44,7 @@ func NewSchedulerReconciler(c client.Client, recorder events.EventRecorder, name
 // SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
 // or leave them.
 func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{})).
+	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{}), LabelScheduler).
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
 			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -107,8 +107,12 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 				"Rolling out the configuration %s with %d profiles to Deployment %s", s.Status.ConfigMapName, s.Status.ProfileCount, s.Status.DeploymentName)
 		}
+		if s.Status.FailedRevision != "" && s.Status.FailedRevision != before.Status.FailedRevision {
+			rollbacks.WithLabelValues("Scheduler", s.Name).Inc()
+			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s", rolloutFailedMessage(obs.rollout))
+		}
 	}
-	return ctrl.Result{}, reconcileErr
+	return ctrl.Result{RequeueAfter: obs.rollout.recheckAfter}, reconcileErr
 }
 
 // schedulerObservation is what one pass over a Scheduler found and did.
@@ -121,6 +125,8 @@ type schedulerObservation struct {
 	deployment *appsv1.Deployment
 	// applied is set when every owned object was applied.
 	applied bool
+	// rollout is what the pass found of the scheduler's rollouts.
+	rollout rolloutState
 	// failure is the error that ended the pass early, if any.
 	failure string
 }
@@ -129,6 +135,7 @@ type schedulerObservation struct {
 // kube-scheduler would otherwise run its default profile, a second "default-scheduler".
 func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alpha1.Scheduler) (*schedulerObservation, error) {
 	obs := &schedulerObservation{proc: sharedProcess(s)}
+	obs.rollout = rolloutState{lastAvailable: s.Status.LastAvailableRevision, failed: s.Status.FailedRevision, cause: s.Status.RolloutFailure}
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
@@ -149,7 +156,9 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		obs.invalid = err.Error()
 		return obs, nil
 	}
-	if obs.deployment, err = r.run(ctx, obs.proc, obs.plan.config); err != nil {
+	st := obs.rollout
+	if obs.deployment, obs.rollout, err = r.run(ctx, obs.proc, obs.plan.config, st); err != nil {
+		obs.rollout = st
 		return obs, err
 	}
 	obs.applied = true
@@ -171,6 +180,7 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 		st.ConfigHash, st.ConfigMapName, st.DeploymentName, st.Profiles = "", "", "", nil
 	}
 	st.ProfileCount = int32(len(st.Profiles))
+	st.LastAvailableRevision, st.FailedRevision, st.RolloutFailure = obs.rollout.lastAvailable, obs.rollout.failed, obs.rollout.cause
 	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
 		setConditionOn(&st.Conditions, s.Generation, typ, status, reason, message)
 	}
@@ -190,6 +200,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	case obs.failure != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonApplyFailed,
 			"applying the scheduler's objects failed, retrying: "+obs.failure)
+	case obs.rollout.failed != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed, rolloutFailedMessage(obs.rollout))
 	case obs.deployment != nil && progressDeadlineExceeded(obs.deployment):
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
 			"the rollout of "+st.ConfigMapName+" did not finish within the Deployment's progress deadline")

@@ -35,6 +35,7 @@ import (
 // +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=scheduler-profile-operator-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=scheduler-profile-operator-system,resources=replicasets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,namespace=scheduler-profile-operator-system,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=scheduler-profile-operator-system,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=scheduler-profile-operator-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
@@ -58,7 +59,7 @@ func NewSchedulerProfileReconciler(c client.Client, recorder events.EventRecorde
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{})).
+	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}), LabelProfile).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
 		// status-only updates cannot.
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
@@ -133,7 +134,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	r.recordEvents(before, p)
 	recordMetrics(before, p, obs)
-	return ctrl.Result{}, reconcileErr
+	return ctrl.Result{RequeueAfter: obs.rollout.recheckAfter}, reconcileErr
 }
 
 // observation is what one pass found and did; the status is computed from it.
@@ -157,6 +158,8 @@ type observation struct {
 	deployment *appsv1.Deployment
 	// applied is set when every owned object was applied.
 	applied bool
+	// rollout is what the pass found of the scheduler's rollouts.
+	rollout rolloutState
 	// failure is the error that ended the pass early, if any.
 	failure string
 }
@@ -170,6 +173,8 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	proc := dedicatedProcess(p, obs.schedulerName)
 	obs.process = proc
+	st := rolloutState{lastAvailable: p.Status.LastAvailableRevision, failed: p.Status.FailedRevision, cause: p.Status.RolloutFailure}
+	obs.rollout = st
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return obs, err
@@ -191,7 +196,8 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, nil
 	}
 	obs.config = cfg
-	if obs.deployment, err = r.run(ctx, proc, cfg); err != nil {
+	if obs.deployment, obs.rollout, err = r.run(ctx, proc, cfg, st); err != nil {
+		obs.rollout = st
 		return obs, err
 	}
 	obs.applied = true
@@ -212,6 +218,8 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	proc := sharedProcess(s)
 	obs.process = proc
+	// The Scheduler's rollouts are the member's: its status shows them.
+	obs.rollout = rolloutState{lastAvailable: s.Status.LastAvailableRevision, failed: s.Status.FailedRevision, cause: s.Status.RolloutFailure}
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return err

@@ -25,6 +25,9 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 		st.ConfigMapName = obs.process.names.configMap(obs.config.Hash)
 		st.DeploymentName = obs.process.names.deployment()
 	}
+	if obs.process != nil {
+		st.LastAvailableRevision, st.FailedRevision, st.RolloutFailure = obs.rollout.lastAvailable, obs.rollout.failed, obs.rollout.cause
+	}
 	setConfigValidCondition(p, obs)
 	setAvailableCondition(p, obs)
 	setProgressingCondition(p, obs)
@@ -133,6 +136,8 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case obs.failure != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonApplyFailed,
 			"applying the scheduler's objects failed, retrying: "+obs.failure)
+	case obs.rollout.failed != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed, rolloutFailedMessage(obs.rollout))
 	case d != nil && progressDeadlineExceeded(d):
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
 			"the rollout of "+p.Status.ConfigMapName+" did not finish within the Deployment's progress deadline")

@@ -61,4 +61,7 @@ const (
 	// ReasonApplyFailed means a valid configuration could not be applied (permissions, quota, a
 	// webhook); the message has the error, and the operator retries.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonRolloutFailed means a new revision of the scheduler did not become available (the
+	// message says why) and the Deployment was returned to the last revision that ran available.
+	ReasonRolloutFailed = "RolloutFailed"
 )

@@ -92,6 +92,26 @@ type SchedulerStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	DeploymentName string `json:"deploymentName,omitempty"`
+
+	// lastAvailableRevision is the revision (hash of the scheduler's pod template) that last ran
+	// with every replica available: where a failed rollout returns.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	LastAvailableRevision string `json:"lastAvailableRevision,omitempty"`
+
+	// failedRevision is the revision whose rollout failed and was rolled back; it is not tried
+	// again until the spec changes.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	FailedRevision string `json:"failedRevision,omitempty"`
+
+	// rolloutFailure says why the rollout of failedRevision failed.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	RolloutFailure string `json:"rolloutFailure,omitempty"`
 }
 
 // SchedulerMember is one profile that a Scheduler serves.

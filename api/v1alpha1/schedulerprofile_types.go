@@ -397,6 +397,16 @@ type SchedulerSettings struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	LogVerbosity *int32 `json:"logVerbosity,omitempty"`
+
+	// rolloutDeadlineSeconds is how long a new revision of the scheduler may take to become
+	// available. Past it, or as soon as a new pod fails in a way that stays (CrashLoopBackOff, an
+	// image that cannot be pulled, no node to run on), the operator returns the Deployment to the
+	// last revision that ran available and reports Degraded, reason RolloutFailed. 30 to 3600;
+	// defaults to 180.
+	// +optional
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=3600
+	RolloutDeadlineSeconds int32 `json:"rolloutDeadlineSeconds,omitempty"`
 }
 
 // SchedulerProfileStatus is what the operator observed when it last reconciled the profile.
@@ -436,6 +446,26 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	DeploymentName string `json:"deploymentName,omitempty"`
+
+	// lastAvailableRevision is the revision (hash of the scheduler's pod template) that last ran
+	// with every replica available: where a failed rollout returns.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	LastAvailableRevision string `json:"lastAvailableRevision,omitempty"`
+
+	// failedRevision is the revision whose rollout failed and was rolled back; it is not tried
+	// again until the spec changes.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	FailedRevision string `json:"failedRevision,omitempty"`
+
+	// rolloutFailure says why the rollout of failedRevision failed.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	RolloutFailure string `json:"rolloutFailure,omitempty"`
 }
 
 // SchedulerProfileList is a list of SchedulerProfiles.

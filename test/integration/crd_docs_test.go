@@ -57,7 +57,7 @@ func TestCRDFieldDocsPublished(t *testing.T) {
 		"spec.plugins.multiPoint":             {plugins.Properties["multiPoint"].Description, "at every extension point it implements"},
 		"spec.plugins.score.enabled":          {plugins.Properties["score"].Properties["enabled"].Description, "run in addition to the default ones"},
 		"spec.schedulerName":                  {spec.Properties["schedulerName"].Description, "must not be \"default-scheduler\""},
-		"spec.scheduler.replicas":             {spec.Properties["scheduler"].Properties["replicas"].Description, "leader election is on"},
+		"spec.scheduler.replicas":             {spec.Properties["scheduler"].Properties["replicas"].Description, "Leader election is always on"},
 		"status.configHash":                   {profile.Properties["status"].Properties["configHash"].Description, "content hash"},
 		"SchedulerProfile (the name's limit)": {profile.Description, "at most 40 characters"},
 	} {

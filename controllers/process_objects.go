@@ -38,7 +38,8 @@ type processObjects struct {
 func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Config, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
 	objs := r.desiredObjects(proc, cfg)
 	last := len(objs) - 1
-	if objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration).Spec.Template.Annotations[AnnotationRevision] == st.failed {
+	revision := objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration).Spec.Template.Annotations[AnnotationRevision]
+	if revision == st.failed {
 		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable)
 		if err != nil {
 			return nil, st, err
@@ -63,7 +64,18 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	if err != nil {
 		return nil, st, err
 	}
-	st, err = r.judgeRollout(ctx, proc, d, st)
+	if st, err = r.judgeRollout(ctx, proc, d, st); err != nil || st.failed != revision || d.Spec.Template.Annotations[AnnotationRevision] != revision {
+		return d, st, err
+	}
+	// The rollout of this revision failed just now: return to the last available one at once.
+	rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable)
+	if err != nil || rollback == nil {
+		return d, st, err
+	}
+	if err := r.applyAll(ctx, []owned{*rollback}); err != nil {
+		return d, st, err
+	}
+	d, err = r.liveDeployment(ctx, proc)
 	return d, st, err
 }
 

@@ -171,8 +171,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	switch {
 	case obs.applied:
 		st.ObservedGeneration = s.Generation
-		st.ConfigHash = obs.plan.config.Hash
-		st.ConfigMapName = obs.proc.names.configMap(obs.plan.config.Hash)
+		st.ConfigHash = runningHash(obs.plan.config, obs.rollout, obs.deployment)
+		st.ConfigMapName = obs.proc.names.configMap(st.ConfigHash)
 		st.DeploymentName = obs.proc.names.deployment()
 		st.Profiles = servedProfiles(obs.plan)
 	case obs.plan != nil && obs.plan.config == nil && obs.failure == "":

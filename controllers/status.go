@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // setStatus computes the status from what a pass observed. configHash and configMapName keep
@@ -21,8 +22,8 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	st.SchedulerName = obs.schedulerName
 	if obs.config != nil && obs.applied {
 		st.ObservedGeneration = p.Generation
-		st.ConfigHash = obs.config.Hash
-		st.ConfigMapName = obs.process.names.configMap(obs.config.Hash)
+		st.ConfigHash = runningHash(obs.config, obs.rollout, obs.deployment)
+		st.ConfigMapName = obs.process.names.configMap(st.ConfigHash)
 		st.DeploymentName = obs.process.names.deployment()
 	}
 	if obs.process != nil {
@@ -166,4 +167,13 @@ func (r *SchedulerProfileReconciler) updateStatus(ctx context.Context, before, a
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil
+}
+
+// runningHash is the configuration a process runs: the one applied, or after a rollback the one
+// of the revision the Deployment returned to.
+func runningHash(cfg *profile.Config, st rolloutState, d *appsv1.Deployment) string {
+	if st.failed != "" && d != nil && d.Spec.Template.Annotations[AnnotationConfigHash] != "" {
+		return d.Spec.Template.Annotations[AnnotationConfigHash]
+	}
+	return cfg.Hash
 }

@@ -23,11 +23,12 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	nodes := makeNodes(t, "rollback", nodeSpec{name: "x", cpus: 8})
 	p := applyProfile(t, `{metadata: {name: e2e-rollback}}`)
 	waitCondition(t, p.Name, schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonRolloutComplete, 90*time.Second)
-	var rev1 string
+	var rev1, first string
 	testutil.Eventually(t, 30*time.Second, "the revision that ran available", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
 			return err
 		}
+		first = p.Status.ConfigHash
 		if rev1 = p.Status.LastAvailableRevision; rev1 == "" {
 			return fmt.Errorf("status.lastAvailableRevision is empty")
 		}
@@ -49,5 +50,9 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 		}
 		return nil
 	})
+	p = waitCondition(t, p.Name, schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonRolloutComplete, 60*time.Second)
+	if p.Status.ConfigHash != first {
+		t.Errorf("status.configHash %s after the rollback, want %s", p.Status.ConfigHash, first)
+	}
 	schedule(t, nodes.pod("still-bound", "e2e-rollback", 100))
 }

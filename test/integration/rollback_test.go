@@ -53,6 +53,12 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 	}
 	t.Logf("Degraded: %s", findCondition(p, schedulingv1alpha1.ConditionDegraded).Message)
 	k.waitForRevision(t, first.Name, func(rev string) bool { return rev == rev1 })
+	k.waitForProfile(t, name, "to name the configuration it returned to", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if want := first.Spec.Template.Annotations[controllers.AnnotationConfigHash]; p.Status.ConfigHash != want {
+			return fmt.Errorf("status.configHash %s, want the first one %s", p.Status.ConfigHash, want)
+		}
+		return nil
+	})
 	testutil.Consistently(t, 2*time.Second, "the Deployment to stay on revision "+rev1, func(ctx context.Context) error {
 		d := &appsv1.Deployment{}
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: first.Name}, d); err != nil {

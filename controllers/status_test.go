@@ -54,7 +54,7 @@ func TestSetStatus(t *testing.T) {
 		},
 		{
 			name:  "invalid change while the old config runs",
-			prior: schedulingv1alpha1.SchedulerProfileStatus{ConfigHash: "0ld0ld0ld0", ConfigMapName: "bp-config-0ld0ld0ld0"},
+			prior: schedulingv1alpha1.SchedulerProfileStatus{ProcessStatus: schedulingv1alpha1.ProcessStatus{ConfigHash: "0ld0ld0ld0", ConfigMapName: "bp-config-0ld0ld0ld0"}},
 			obs:   observation{schedulerName: "bp", invalid: "spec.percentageOfNodesToScore: Invalid value", deployment: deployment("0ld0ld0ld0", 1, 1, 1)},
 			want: map[string]want{
 				"ConfigValid": {"False", "InvalidConfig"}, "Available": {"True", "MinimumReplicasAvailable"},
@@ -80,7 +80,7 @@ func TestSetStatus(t *testing.T) {
 		},
 		{
 			name:  "applying failed",
-			prior: schedulingv1alpha1.SchedulerProfileStatus{ConfigHash: "0ld0ld0ld0", ConfigMapName: "bp-config-0ld0ld0ld0"},
+			prior: schedulingv1alpha1.SchedulerProfileStatus{ProcessStatus: schedulingv1alpha1.ProcessStatus{ConfigHash: "0ld0ld0ld0", ConfigMapName: "bp-config-0ld0ld0ld0"}},
 			obs: observation{schedulerName: "bp", config: cfg, failure: `applying *v1.Deployment ops/bp-scheduler: admission webhook "quota" denied the request`,
 				deployment: deployment("0ld0ld0ld0", 1, 1, 1)},
 			want: map[string]want{

@@ -75,43 +75,8 @@ type SchedulerStatus struct {
 	// +kubebuilder:validation:Maximum=256
 	ProfileCount int32 `json:"profileCount,omitempty"`
 
-	// configHash is the content hash of the rendered KubeSchedulerConfiguration that is rolled out.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=64
-	ConfigHash string `json:"configHash,omitempty"`
-
-	// configMapName is the immutable ConfigMap, in the operator's namespace, holding the rendered configuration.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	ConfigMapName string `json:"configMapName,omitempty"`
-
-	// deploymentName is the scheduler Deployment in the operator's namespace.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	DeploymentName string `json:"deploymentName,omitempty"`
-
-	// lastAvailableRevision is the revision (hash of the scheduler's pod template) that last ran
-	// with every replica available: where a failed rollout returns.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=64
-	LastAvailableRevision string `json:"lastAvailableRevision,omitempty"`
-
-	// failedRevision is the revision whose rollout failed and was rolled back; it is not tried
-	// again until the spec changes.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=64
-	FailedRevision string `json:"failedRevision,omitempty"`
-
-	// rolloutFailure says why the rollout of failedRevision failed.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=4096
-	RolloutFailure string `json:"rolloutFailure,omitempty"`
+	// ProcessStatus names the objects and rollouts of the Scheduler's process.
+	ProcessStatus `json:",inline"`
 }
 
 // SchedulerMember is one profile that a Scheduler serves.

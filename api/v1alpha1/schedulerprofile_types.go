@@ -429,6 +429,26 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// ProcessStatus names the objects and rollouts of the scheduler process that serves the
+	// profile: its own, or its Scheduler's.
+	ProcessStatus `json:",inline"`
+}
+
+// SchedulerProfileList is a list of SchedulerProfiles.
+//
+// +kubebuilder:object:root=true
+type SchedulerProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the list's metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the SchedulerProfiles.
+	Items []SchedulerProfile `json:"items"`
+}
+
+// ProcessStatus is what a SchedulerProfile and a Scheduler report alike about the scheduler
+// process that runs their configuration.
+type ProcessStatus struct {
 	// configHash is the content hash of the rendered KubeSchedulerConfiguration that is rolled out.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -466,16 +486,4 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	RolloutFailure string `json:"rolloutFailure,omitempty"`
-}
-
-// SchedulerProfileList is a list of SchedulerProfiles.
-//
-// +kubebuilder:object:root=true
-type SchedulerProfileList struct {
-	metav1.TypeMeta `json:",inline"`
-	// metadata is the list's metadata.
-	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
-	// items are the SchedulerProfiles.
-	Items []SchedulerProfile `json:"items"`
 }

@@ -30,10 +30,14 @@ func checkStatusNames(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, sche
 	want := schedulingv1alpha1.SchedulerProfileStatus{
 		ObservedGeneration: p.Generation,
 		SchedulerName:      schedulerName,
-		ConfigHash:         st.ConfigHash,
-		ConfigMapName:      p.Name + "-config-" + st.ConfigHash,
-		DeploymentName:     p.Name + "-scheduler",
 		Conditions:         st.Conditions,
+		ProcessStatus: schedulingv1alpha1.ProcessStatus{
+			ConfigHash:     st.ConfigHash,
+			ConfigMapName:  p.Name + "-config-" + st.ConfigHash,
+			DeploymentName: p.Name + "-scheduler",
+			// Set once the Deployment is available, which this check does not wait for.
+			LastAvailableRevision: st.LastAvailableRevision,
+		},
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Status of %s (-want +got):\n%s", p.Name, diff)

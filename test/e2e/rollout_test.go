@@ -42,8 +42,8 @@ spec:
   - name: NodeResourcesFit
     args: {scoringStrategy: {type: %s}}`, name, replicas, strategy)
 	}
-	p := applyProfile(t, profileFor("LeastAllocated"))
-	p = waitCondition(t, name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, "", 30*time.Second)
+	applyProfile(t, profileFor("LeastAllocated"))
+	p := waitCondition(t, name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, "", 30*time.Second)
 	waitReplicas(t, p.Status.DeploymentName, p.Status.ConfigHash, replicas)
 	t.Cleanup(func() {
 		_ = k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace("default"),

@@ -1,0 +1,183 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// maxRolloutGap bounds the longest time without a binding while a scheduler rolls. The old leader
+// releases its lease when it stops, and a ready standby (its caches already synced) takes it at its
+// next try: kube-scheduler retries every 2 s with client-go's jitter factor 1.2, so within 4.4 s.
+// A standby that never got the lease released, or a new process that is not ready when the old
+// one stops, would leave pods waiting for the 15 s lease duration or longer.
+const maxRolloutGap = 5 * time.Second
+
+// TestRolloutGap: while pods arrive one every 100 ms, a profile change rolls the scheduler, and the
+// pods keep being bound: the longest gap between two bindings stays under maxRolloutGap.
+func TestRolloutGap(t *testing.T) {
+	for _, replicas := range []int{1, 2} {
+		t.Run(fmt.Sprintf("replicas=%d", replicas), func(t *testing.T) { testRolloutGap(t, replicas) })
+	}
+}
+
+func testRolloutGap(t *testing.T, replicas int) {
+	name := fmt.Sprintf("e2e-gap-%d", replicas)
+	nodes := makeNodes(t, name, nodeSpec{name: "a", cpus: 64}, nodeSpec{name: "b", cpus: 64}, nodeSpec{name: "c", cpus: 64})
+	profileFor := func(strategy string) string {
+		return fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  scheduler: {replicas: %d}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: %s}}`, name, replicas, strategy)
+	}
+	applyProfile(t, profileFor("LeastAllocated"))
+	p := waitCondition(t, name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, "", 30*time.Second)
+	waitReplicas(t, p.Status.DeploymentName, p.Status.ConfigHash, replicas)
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace("default"),
+			client.MatchingLabels{dedicatedKey: name}, client.GracePeriodSeconds(0))
+	})
+
+	bound := watchBindings(t, name)
+	stopPods := createPods(t, nodes, name, 100*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	first := p.Status.ConfigHash
+	applyProfile(t, profileFor("MostAllocated"))
+	p = waitCondition(t, name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, "", 30*time.Second)
+	if p.Status.ConfigHash == first {
+		t.Fatal("the config hash did not change")
+	}
+	rollStart := time.Now()
+	waitReplicas(t, p.Status.DeploymentName, p.Status.ConfigHash, replicas)
+	rolled := time.Since(rollStart)
+	// Pods keep coming after the last old scheduler stopped, so a gap at the hand-over is measured.
+	time.Sleep(2 * time.Second)
+	created := stopPods()
+	gap, at := longestGap(bound.wait(t, created))
+	t.Logf("replicas=%d: %d pods, rollout done in the runner %s after the new hash was seen; longest gap between bindings %s, ending at %s",
+		replicas, len(created), rolled.Round(100*time.Millisecond), gap.Round(10*time.Millisecond), at.Format("15:04:05.000"))
+	if gap >= maxRolloutGap {
+		t.Errorf("no pod was bound for %s during the rollout, want under %s", gap, maxRolloutGap)
+	}
+}
+
+// createPods creates a pod of the test for schedulerName every interval until the returned
+// function is called; that returns the names of the pods created.
+func createPods(t *testing.T, nodes testNodes, schedulerName string, interval time.Duration) func() []string {
+	ctx, cancel := context.WithCancel(t.Context())
+	var names []string
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for i := 0; ; i++ {
+			pod := nodes.pod(fmt.Sprintf("p%04d", i), schedulerName, 10)
+			if err = k8s.Create(ctx, pod); err != nil {
+				return
+			}
+			names = append(names, pod.Name)
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		<-done
+		if err != nil && ctx.Err() == nil {
+			t.Fatalf("creating pods: %v", err)
+		}
+		return names
+	}
+}
+
+// bindings records when the test watches each pod of a test become bound.
+type bindings struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// watchBindings watches the pods of a test and records when each one is first seen bound. The
+// apiserver is local, so the time a watch event arrives is the time of the binding within
+// milliseconds (the PodScheduled condition has only a one-second resolution).
+func watchBindings(t *testing.T, test string) *bindings {
+	t.Helper()
+	cfg, err := cluster.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watcher.Watch(t.Context(), &corev1.PodList{}, client.InNamespace("default"), client.MatchingLabels{dedicatedKey: test})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	b := &bindings{at: map[string]time.Time{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok || pod.Spec.NodeName == "" {
+				continue
+			}
+			b.mu.Lock()
+			if _, seen := b.at[pod.Name]; !seen {
+				b.at[pod.Name] = time.Now()
+			}
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// wait waits until every pod was seen bound and returns the binding times, in order.
+func (b *bindings) wait(t *testing.T, pods []string) []time.Time {
+	t.Helper()
+	var times []time.Time
+	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d pods to be bound", len(pods)), func(context.Context) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		times = times[:0]
+		for _, name := range pods {
+			at, ok := b.at[name]
+			if !ok {
+				return fmt.Errorf("pod %s is not bound (%d of %d are)", name, len(b.at), len(pods))
+			}
+			times = append(times, at)
+		}
+		return nil
+	})
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	return times
+}
+
+// longestGap returns the longest time between two consecutive bindings and when it ended.
+func longestGap(times []time.Time) (time.Duration, time.Time) {
+	var gap time.Duration
+	var end time.Time
+	for i := 1; i < len(times); i++ {
+		if d := times[i].Sub(times[i-1]); d > gap {
+			gap, end = d, times[i]
+		}
+	}
+	return gap, end
+}

@@ -68,7 +68,7 @@ func TestRenderLeaderElection(t *testing.T) {
 			if err := yaml.UnmarshalStrict(cfg.YAML, &doc); err != nil {
 				t.Fatal(err)
 			}
-			want := leaderElection{LeaderElect: true, ResourceLock: "leases", ResourceName: tc.wantLease, ResourceNamespace: "ops"}
+			want := leaderElection{LeaderElect: true, ResourceLock: "leases", ResourceName: tc.wantLease, ResourceNamespace: "ops", RetryPeriod: "1s"}
 			if diff := cmp.Diff(want, doc.LeaderElection); diff != "" {
 				t.Errorf("leader election (-want +got):\n%s", diff)
 			}

@@ -18,7 +18,8 @@ import (
 
 // maxRolloutGap bounds the longest time without a binding while a scheduler rolls. The old leader
 // releases its lease when it stops, and a ready standby (its caches already synced) takes it at its
-// next try: kube-scheduler retries every 2 s with client-go's jitter factor 1.2, so within 4.4 s.
+// next try: the rendered retryPeriod is 1 s with client-go's jitter factor 1.2, so within 2.2 s,
+// plus the binding itself; the margin is for a loaded 2-core machine.
 // A standby that never got the lease released, or a new process that is not ready when the old
 // one stops, would leave pods waiting for the 15 s lease duration or longer.
 const maxRolloutGap = 5 * time.Second

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -92,13 +93,14 @@ func (o *renderOutput) print(header string, cfg *profile.Config) {
 	_, _ = o.stdout.Write(cfg.YAML)
 }
 
-// valid reports the errors of a rendered configuration of one profile, if any.
-func (o *renderOutput) valid(what string, cfg *profile.Config, err error) bool {
+// valid reports the errors of a rendered configuration of one profile, with the scheduler's
+// feature gates (set at gatesPath), if any.
+func (o *renderOutput) valid(what string, cfg *profile.Config, err error, gates map[string]bool, gatesPath *field.Path) bool {
 	if err != nil {
 		o.fail("%s: %v", what, err)
 		return false
 	}
-	if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
+	if errs := profile.ValidateWithGates(cfg.YAML, gates, gatesPath); len(errs) > 0 {
 		fmt.Fprintf(o.stderr, "%s is invalid:\n", what)
 		for _, e := range errs {
 			fmt.Fprintf(o.stderr, "  %s\n", e.Error())
@@ -112,7 +114,7 @@ func (o *renderOutput) valid(what string, cfg *profile.Config, err error) bool {
 // profile prints the configuration of a profile that runs its own scheduler.
 func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace string) {
 	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
-	if o.valid("SchedulerProfile "+p.Name, cfg, err) {
+	if o.valid("SchedulerProfile "+p.Name, cfg, err, p.Spec.Scheduler.FeatureGates, field.NewPath("spec", "scheduler", "featureGates")) {
 		o.print("SchedulerProfile "+p.Name, cfg)
 	}
 }
@@ -130,11 +132,11 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 		if err == nil {
 			cfg, err = profile.RenderProcess(proc, []profile.Profile{entry})
 		}
-		if !o.valid(what, cfg, err) {
+		if !o.valid(what, cfg, err, s.Spec.FeatureGates, field.NewPath("spec", "featureGates")) {
 			continue
 		}
 		if len(entries) > 0 {
-			if msg, err := profile.QueueSortConflict(entries[0], entry); err != nil || msg != "" {
+			if msg, err := profile.QueueSortConflict(entries[0], entry, s.Spec.FeatureGates); err != nil || msg != "" {
 				o.fail("%s sorts the queue unlike %s: %s%v", what, names[0], msg, errOrEmpty(err))
 				continue
 			}
@@ -147,7 +149,7 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 	}
 	cfg, err := profile.RenderProcess(proc, entries)
 	if err == nil {
-		err = profile.ValidateProcess(cfg.YAML)
+		err = profile.ValidateProcess(cfg.YAML, s.Spec.FeatureGates)
 	}
 	if err != nil {
 		o.fail("Scheduler %s: %v", s.Name, err)

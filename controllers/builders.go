@@ -3,7 +3,10 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -190,11 +193,7 @@ func buildContainer(proc *process, s settings) *corev1ac.ContainerApplyConfigura
 		WithName("kube-scheduler").
 		WithImage(s.image).
 		WithCommand("/kube-scheduler").
-		WithArgs(
-			"--config="+configDir+"/"+configFileKey,
-			fmt.Sprintf("--secure-port=%d", securePort),
-			"--cert-dir=/tmp",
-			fmt.Sprintf("--v=%d", ptr.Deref(proc.run.LogVerbosity, defaultLogVerbosity))).
+		WithArgs(schedulerArgs(proc)...).
 		WithPorts(corev1ac.ContainerPort().WithName(securePortName).WithContainerPort(securePort).WithProtocol(corev1.ProtocolTCP)).
 		WithLivenessProbe(probe("/livez", 10, 3).WithInitialDelaySeconds(10)).
 		WithReadinessProbe(probe("/readyz", 5, 3)).
@@ -241,4 +240,23 @@ func mustConvert(typed, applyConfig any) {
 	if err := json.Unmarshal(data, applyConfig); err != nil {
 		panic(fmt.Sprintf("decoding into %T: %v", applyConfig, err))
 	}
+}
+
+// schedulerArgs are the scheduler's command-line arguments; feature gates come last, sorted, so
+// that the same gates always give the same pod template.
+func schedulerArgs(proc *process) []string {
+	args := []string{
+		"--config=" + configDir + "/" + configFileKey,
+		fmt.Sprintf("--secure-port=%d", securePort),
+		"--cert-dir=/tmp",
+		fmt.Sprintf("--v=%d", ptr.Deref(proc.run.LogVerbosity, defaultLogVerbosity)),
+	}
+	if len(proc.run.FeatureGates) == 0 {
+		return args
+	}
+	var gates []string
+	for _, name := range slices.Sorted(maps.Keys(proc.run.FeatureGates)) {
+		gates = append(gates, fmt.Sprintf("%s=%t", name, proc.run.FeatureGates[name]))
+	}
+	return append(args, "--feature-gates="+strings.Join(gates, ","))
 }

@@ -77,7 +77,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 		}
 		pl.members = append(pl.members, m)
 	}
-	checkQueueSorts(pl.members, running)
+	checkQueueSorts(pl.members, running, proc.run.FeatureGates)
 	slices.SortFunc(pl.members, func(a, b *member) int { return cmp.Compare(a.profile.Name, b.profile.Name) })
 	var entries []profile.Profile
 	for _, m := range pl.members {
@@ -104,7 +104,7 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 		m.invalid = err.Error()
 		return m
 	}
-	if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		m.invalid = errs.ToAggregate().Error()
 		return m
 	}
@@ -125,7 +125,7 @@ func renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settin
 
 // checkQueueSorts refuses the members whose latest entry sorts the queue unlike the oldest member
 // that has an entry; they keep their running entry, if any.
-func checkQueueSorts(members []*member, running map[string]*profile.Profile) {
+func checkQueueSorts(members []*member, running map[string]*profile.Profile, gates map[string]bool) {
 	byAge := slices.Clone(members)
 	slices.SortFunc(byAge, func(a, b *member) int {
 		if c := a.profile.CreationTimestamp.Compare(b.profile.CreationTimestamp.Time); c != 0 {
@@ -145,7 +145,7 @@ func checkQueueSorts(members []*member, running map[string]*profile.Profile) {
 		if m.refused() {
 			continue
 		}
-		msg, err := profile.QueueSortConflict(*first, *m.entry)
+		msg, err := profile.QueueSortConflict(*first, *m.entry, gates)
 		if err != nil {
 			msg = err.Error()
 		}

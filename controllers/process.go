@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -79,6 +80,14 @@ func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 		leaseName:  names.deployment(),
 		ownerLabel: LabelScheduler,
 	}
+}
+
+// gatesPath is where the owner sets the process's feature gates, for error messages.
+func (proc *process) gatesPath() *field.Path {
+	if proc.kind == "Scheduler" {
+		return field.NewPath("spec", "featureGates")
+	}
+	return field.NewPath("spec", "scheduler", "featureGates")
 }
 
 // labels are the labels of every object of the process.

@@ -152,7 +152,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		}
 		return obs, nil
 	}
-	if err := profile.ValidateProcess(obs.plan.config.YAML); err != nil {
+	if err := profile.ValidateProcess(obs.plan.config.YAML, obs.proc.run.FeatureGates); err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
 	}

@@ -191,7 +191,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		obs.invalid = err.Error()
 		return obs, nil
 	}
-	if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}

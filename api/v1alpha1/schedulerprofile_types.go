@@ -407,6 +407,14 @@ type SchedulerSettings struct {
 	// +kubebuilder:validation:Minimum=30
 	// +kubebuilder:validation:Maximum=3600
 	RolloutDeadlineSeconds int32 `json:"rolloutDeadlineSeconds,omitempty"`
+
+	// featureGates turns kube-scheduler feature gates on or off (--feature-gates), for example
+	// {GenericWorkload: true} for gang scheduling. The operator validates the profiles with these
+	// gates, refuses unknown and locked gates and gates without the gates they depend on, and
+	// checks that the cluster serves the APIs they need. A change rolls the scheduler.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
 
 // SchedulerProfileStatus is what the operator observed when it last reconciled the profile.

@@ -36,7 +36,7 @@ func TestRenderProcessGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, filepath.Join("testdata", "shared", "config.golden"), cfg.YAML)
-	if err := ValidateProcess(cfg.YAML); err != nil {
+	if err := ValidateProcess(cfg.YAML, nil); err != nil {
 		t.Errorf("the shared configuration is invalid: %v", err)
 	}
 	again, err := RenderProcess(sharedProcess, renderMembers(t, sharedMembers...))
@@ -105,7 +105,7 @@ func TestQueueSortConflict(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := QueueSortConflict(tc.first, tc.p)
+			got, err := QueueSortConflict(tc.first, tc.p, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

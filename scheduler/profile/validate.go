@@ -50,6 +50,24 @@ var (
 //     (scheduler.New), which catches unknown plugins, plugins at extension points they do not
 //     implement, missing queueSort or bind plugins, and weight overflow.
 func Validate(data []byte) field.ErrorList {
+	return ValidateWithGates(data, nil, nil)
+}
+
+// ValidateWithGates checks a rendered configuration as Validate does, with the feature gates the
+// scheduler will run with (--feature-gates): they change its default plugins and what its plugins
+// do. Refused gates are reported at gatesPath.<Name>, and nothing else is checked then.
+func ValidateWithGates(data []byte, gates map[string]bool, gatesPath *field.Path) field.ErrorList {
+	if errs := CheckGates(gates, gatesPath); len(errs) > 0 {
+		return errs
+	}
+	var errs field.ErrorList
+	if err := withGates(gates, func() { errs = validate(data) }); err != nil {
+		return field.ErrorList{field.InternalError(gatesPath, err)}
+	}
+	return errs
+}
+
+func validate(data []byte) field.ErrorList {
 	// written is the file as written, before kube-scheduler's defaulting merges the default
 	// plugins in: error paths index into it.
 	var written struct {
@@ -296,7 +314,15 @@ func decodeConfig(data []byte) (*schedulerconfig.KubeSchedulerConfiguration, err
 // ValidateProcess checks the configuration of a scheduler process with several profiles as the
 // scheduler will when it starts: decoding, kube-scheduler's validation and scheduler.New. Each
 // profile passed Validate on its own before; this finds what only their combination breaks.
-func ValidateProcess(data []byte) error {
+func ValidateProcess(data []byte, gates map[string]bool) error {
+	var err error
+	if gateErr := withGates(gates, func() { err = validateProcess(data) }); gateErr != nil {
+		return gateErr
+	}
+	return err
+}
+
+func validateProcess(data []byte) error {
 	cfg, err := decodeConfig(data)
 	if err != nil {
 		return err
@@ -310,7 +336,14 @@ func ValidateProcess(data []byte) error {
 // QueueSortConflict compares the queue sort of p (plugin and args, after kube-scheduler's
 // defaulting) with that of first, as upstream does for the profiles of one process, which must
 // all sort the queue alike. It returns the scheduler's message, or "" when they agree.
-func QueueSortConflict(first, p Profile) (string, error) {
+func QueueSortConflict(first, p Profile, gates map[string]bool) (msg string, err error) {
+	if gateErr := withGates(gates, func() { msg, err = queueSortConflict(first, p) }); gateErr != nil {
+		return "", gateErr
+	}
+	return msg, err
+}
+
+func queueSortConflict(first, p Profile) (string, error) {
 	cfg, err := RenderProcess(Process{Namespace: "queue-sort", LeaseName: "queue-sort"}, []Profile{first, p})
 	if err != nil {
 		return "", err

@@ -72,7 +72,7 @@ func shared(profiles []profile.Profile) (process, error) {
 	if err != nil {
 		return process{}, err
 	}
-	if err := profile.ValidateProcess(cfg.YAML); err != nil {
+	if err := profile.ValidateProcess(cfg.YAML, nil); err != nil {
 		return process{}, fmt.Errorf("the shared scheduler of %d profiles: %w", len(profiles), err)
 	}
 	p := process{name: fmt.Sprintf("shared-%d", len(profiles)), config: cfg.YAML}

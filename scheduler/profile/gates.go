@@ -1,0 +1,79 @@
+package profile
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+)
+
+// gateMu serializes everything that reads kube-scheduler's feature gates: its defaulting and its
+// plugins read the process-wide gate, so a validation with gates sets them there, and no other
+// validation runs until they are reset. Validations are about a millisecond each.
+var gateMu sync.Mutex
+
+// dependencyError matches upstream's message for a gate whose dependencies are off.
+var dependencyError = regexp.MustCompile(`^(\w+) is enabled, but depends on features that are disabled`)
+
+// CheckGates checks feature gates as kube-scheduler's --feature-gates does, on a copy of the
+// process's gate, and reports each refused gate at path.<Name> in upstream's words: an unknown
+// gate, a gate locked to its default, a gate enabled without the gates it depends on.
+func CheckGates(gates map[string]bool, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		// One gate at a time, so that every unknown or locked gate is reported; a missing
+		// dependency may be among the other gates, and is checked on all of them below.
+		gate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+		if err := gate.SetFromMap(map[string]bool{name: gates[name]}); err != nil && !dependencyError.MatchString(firstLine(err)) {
+			errs = append(errs, field.Invalid(path.Child(name), gates[name], firstLine(err)))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	gate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+	if err := gate.SetFromMap(gates); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			line = strings.TrimSpace(line)
+			m := dependencyError.FindStringSubmatch(line)
+			if m == nil {
+				errs = append(errs, field.Invalid(path, field.OmitValueType{}, line))
+				continue
+			}
+			// The message says the gate is enabled: explicitly, or by default.
+			errs = append(errs, field.Invalid(path.Child(m[1]), true, line))
+		}
+	}
+	return errs
+}
+
+func firstLine(err error) string {
+	return strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
+}
+
+// withGates runs fn with gates set on the process-wide gate, and then resets them, holding
+// gateMu throughout. The gates must have passed CheckGates.
+func withGates(gates map[string]bool, fn func()) error {
+	gateMu.Lock()
+	defer gateMu.Unlock()
+	if len(gates) == 0 {
+		fn()
+		return nil
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+		return fmt.Errorf("setting feature gates: %w", err)
+	}
+	defer func() {
+		for name := range gates {
+			_ = utilfeature.DefaultMutableFeatureGate.ResetFeatureValueToDefault(featuregate.Feature(name))
+		}
+	}()
+	fn()
+	return nil
+}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"k8s.io/client-go/discovery"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -59,11 +60,15 @@ func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 // the operator's work. klog's logger is process-wide; the operator runs one manager.
 func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	klog.SetLogger(mgr.GetLogger().WithName("scheduler-framework").V(1))
-	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	apis, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
+	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), apis, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
-	schedulers := NewSchedulerReconciler(mgr.GetClient(), mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	schedulers := NewSchedulerReconciler(mgr.GetClient(), apis, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -30,6 +31,9 @@ import (
 type processObjects struct {
 	client   client.Client
 	settings settings
+	// apis is the apiserver's discovery, to check the APIs that feature gates need; nil skips
+	// the check.
+	apis discovery.ServerResourcesInterface
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,8 +38,8 @@ type SchedulerReconciler struct {
 }
 
 // NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with image.
-func NewSchedulerReconciler(c client.Client, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
-	return &SchedulerReconciler{processObjects: processObjects{client: c, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+func NewSchedulerReconciler(c client.Client, apis discovery.ServerResourcesInterface, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
+	return &SchedulerReconciler{processObjects: processObjects{client: c, apis: apis, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
 }
 
 // SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
@@ -112,7 +113,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s", rolloutFailedMessage(obs.rollout))
 		}
 	}
-	return ctrl.Result{RequeueAfter: obs.rollout.recheckAfter}, reconcileErr
+	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing)}, reconcileErr
 }
 
 // schedulerObservation is what one pass over a Scheduler found and did.
@@ -121,6 +122,8 @@ type schedulerObservation struct {
 	plan *plan
 	// invalid is the scheduler's message when the combined configuration would not start.
 	invalid string
+	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
+	apiMissing string
 	// deployment is the live scheduler Deployment, if any.
 	deployment *appsv1.Deployment
 	// applied is set when every owned object was applied.
@@ -152,9 +155,16 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		}
 		return obs, nil
 	}
+	if errs := profile.CheckGates(obs.proc.run.FeatureGates, obs.proc.gatesPath()); len(errs) > 0 {
+		obs.invalid = errs.ToAggregate().Error()
+		return obs, nil
+	}
 	if err := profile.ValidateProcess(obs.plan.config.YAML, obs.proc.run.FeatureGates); err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
+	}
+	if obs.apiMissing, err = missingAPI(r.apis, obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+		return obs, err
 	}
 	st := obs.rollout
 	if obs.deployment, obs.rollout, err = r.run(ctx, obs.proc, obs.plan.config, st); err != nil {
@@ -194,6 +204,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	status, reason, message := progress(obs.deployment, st.ConfigHash, st.ConfigMapName)
 	set(schedulingv1alpha1.ConditionProgressing, status, reason, message)
 	switch {
+	case obs.apiMissing != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
 	case obs.invalid != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 			"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)

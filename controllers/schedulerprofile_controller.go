@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -51,8 +52,8 @@ type SchedulerProfileReconciler struct {
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
 // image, the image of kube-scheduler with this project's plugins.
-func NewSchedulerProfileReconciler(c client.Client, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return &SchedulerProfileReconciler{processObjects: processObjects{client: c, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+func NewSchedulerProfileReconciler(c client.Client, apis discovery.ServerResourcesInterface, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
+	return &SchedulerProfileReconciler{processObjects: processObjects{client: c, apis: apis, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
 }
 
 // SetupWithManager watches profiles, the objects they own (a managed object edited or deleted by
@@ -134,7 +135,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	r.recordEvents(before, p)
 	recordMetrics(before, p, obs)
-	return ctrl.Result{RequeueAfter: obs.rollout.recheckAfter}, reconcileErr
+	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing)}, reconcileErr
 }
 
 // observation is what one pass found and did; the status is computed from it.
@@ -148,6 +149,8 @@ type observation struct {
 	conflictWith string
 	// invalid is the validator's message when the configuration would not start.
 	invalid string
+	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
+	apiMissing string
 	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
 	// oldest profile of its Scheduler.
 	queueSortConflict string
@@ -194,6 +197,9 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
+	}
+	if obs.apiMissing, err = missingAPI(r.apis, proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+		return obs, err
 	}
 	obs.config = cfg
 	if obs.deployment, obs.rollout, err = r.run(ctx, proc, cfg, st); err != nil {

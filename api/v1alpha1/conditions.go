@@ -24,6 +24,9 @@ const (
 	// ReasonQueueSortConflict means the profile's queueSort plugin or its args differ from those of
 	// the oldest profile of its Scheduler; upstream requires one queue sort per process.
 	ReasonQueueSortConflict = "QueueSortConflict"
+	// ReasonRequiredAPIUnavailable means a feature gate of the scheduler needs an API that the
+	// cluster does not serve; the message names it and the apiserver flags that serve it.
+	ReasonRequiredAPIUnavailable = "RequiredAPIUnavailable"
 )
 
 // Reasons of the Available condition.

@@ -116,7 +116,7 @@ func TestControllerSteadyStateWritesNothing(t *testing.T) {
 	}
 	var calls writeLog
 	recorder := events.NewFakeRecorder(100)
-	r := controllers.NewSchedulerProfileReconciler(countWrites(base, &calls), recorder, operatorNamespace, testImage)
+	r := controllers.NewSchedulerProfileReconciler(countWrites(base, &calls), nil, recorder, operatorNamespace, testImage)
 
 	name := uniqueName("ctl-steady")
 	k.createProfile(t, testutil.MakeProfile(name).Replicas(2).PluginConfig("NodeResourcesFit", mostAllocated).Obj())

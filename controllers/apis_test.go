@@ -1,0 +1,58 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+func TestMissingAPI(t *testing.T) {
+	served := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}, {Name: "podgroups"}}}
+	withoutPodGroups := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}}}
+	tests := []struct {
+		name      string
+		resources []*metav1.APIResourceList
+		gates     map[string]bool
+		want      string
+	}{
+		{name: "no gates", gates: nil},
+		{name: "a gate that needs no API", gates: map[string]bool{"SchedulerAsyncAPICalls": true}},
+		{name: "the gate off", gates: map[string]bool{"GenericWorkload": false}},
+		{name: "served", resources: []*metav1.APIResourceList{served}, gates: map[string]bool{"GenericWorkload": true}},
+		{name: "group version not served", gates: map[string]bool{"GenericWorkload": true}, want: "feature gate GenericWorkload needs the API scheduling.k8s.io/v1beta1 podgroups"},
+		{name: "resource not served", resources: []*metav1.APIResourceList{withoutPodGroups}, gates: map[string]bool{"GenericWorkload": true}, want: "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}}
+			got, err := missingAPI(d, tc.gates)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("missingAPI = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFeatureGatesArg: the gates reach the scheduler as one sorted --feature-gates argument, so
+// the same gates always give the same pod template.
+func TestFeatureGatesArg(t *testing.T) {
+	p := testutil.MakeProfile("g").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{"GenericWorkload": true, "CompositePodGroup": false}}).Obj()
+	args := schedulerArgs(dedicated(p))
+	if got := args[len(args)-1]; got != "--feature-gates=CompositePodGroup=false,GenericWorkload=true" {
+		t.Errorf("last arg %q", got)
+	}
+	for _, a := range schedulerArgs(dedicated(testutil.MakeProfile("none").Obj())) {
+		if strings.HasPrefix(a, "--feature-gates") {
+			t.Errorf("a profile without gates got %q", a)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// TestGatesNeedTheirAPI: envtest's apiserver does not serve scheduling.k8s.io/v1beta1, so a
+// profile or a Scheduler with GenericWorkload on is refused with RequiredAPIUnavailable, naming
+// the API and the flags that serve it, and no scheduler is rolled out. Gates that the scheduler
+// would refuse are reported at their field path.
+func TestGatesNeedTheirAPI(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, cfg)
+	gang := map[string]bool{"GenericWorkload": true}
+
+	name := uniqueName("gang")
+	k.createProfile(t, testutil.MakeProfile(name).SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: gang}).Obj())
+	p := k.waitForConditions(t, name, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable})
+	msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message
+	for _, want := range []string{"scheduling.k8s.io/v1beta1 podgroups", "--runtime-config=scheduling.k8s.io/v1beta1=true"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("ConfigValid message %q does not contain %q", msg, want)
+		}
+	}
+	testutil.Consistently(t, 2*time.Second, "no Deployment for "+name, func(ctx context.Context) error {
+		return absent(ctx, k, name+"-scheduler")
+	})
+
+	sched := uniqueName("gangs")
+	s := testutil.MakeScheduler(sched).Obj()
+	s.Spec.FeatureGates = gang
+	k.createScheduler(t, s)
+	k.createProfile(t, testutil.MakeProfile(sched+"-m").SchedulerRef(sched).Obj())
+	testutil.Eventually(t, reconcileTimeout, "Scheduler "+sched+" to be refused", func(ctx context.Context) error {
+		got, err := k.getScheduler(ctx, sched)
+		if err != nil {
+			return err
+		}
+		return schedulerCondition(conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable})(got)
+	})
+	if err := absent(t.Context(), k, sched+".scheduler"); err != nil {
+		t.Error(err)
+	}
+
+	bad := uniqueName("badgate")
+	k.createProfile(t, testutil.MakeProfile(bad).SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{"NoSuchGate": true}}).Obj())
+	p = k.waitForConditions(t, bad, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig})
+	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, "spec.scheduler.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate: NoSuchGate") {
+		t.Errorf("ConfigValid message %q", msg)
+	}
+}
+
+// absent checks that a Deployment of the operator's namespace does not exist.
+func absent(ctx context.Context, k *cluster, name string) error {
+	err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &appsv1.Deployment{})
+	if err == nil {
+		return fmt.Errorf("Deployment %s exists", name)
+	}
+	return client.IgnoreNotFound(err)
+}

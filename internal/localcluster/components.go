@@ -4,6 +4,9 @@ import (
 	"strconv"
 )
 
+// genericWorkloadGate turns on the Workload and PodGroup APIs and gang scheduling (Kubernetes 1.37).
+const genericWorkloadGate = "GenericWorkload=true"
+
 // component is how to run one control-plane process and how to tell that it is ready.
 type component struct {
 	name string
@@ -62,6 +65,11 @@ func apiServer(s setup) component {
 			"--requestheader-username-headers=X-Remote-User",
 			"--proxy-client-cert-file=" + s.pki("front-proxy.crt"),
 			"--proxy-client-key-file=" + s.pki("front-proxy.key"),
+			// Gang scheduling (Kubernetes 1.37): PodGroups and the pods' spec.schedulingGroup are served
+			// only with the gate on and the beta API enabled; a scheduler with GenericWorkload waits for
+			// its podgroups informer forever without them.
+			"--feature-gates=" + genericWorkloadGate,
+			"--runtime-config=scheduling.k8s.io/v1beta1=true",
 		},
 		healthURL: s.server() + "/readyz",
 		ready:     "ready",
@@ -96,6 +104,8 @@ func controllerManager(s setup) component {
 			// Tests create many pods at once; the defaults (20/30) would pace ReplicaSets.
 			"--kube-api-qps=100",
 			"--kube-api-burst=200",
+			// The controllers that know PodGroups and Workloads (garbage collection, Job's PodGroups) follow the apiserver's gate.
+			"--feature-gates="+genericWorkloadGate,
 		),
 		healthURL: s.url("https", s.Ports.ControllerManager, "/healthz"),
 		ready:     "healthy",

@@ -1,6 +1,8 @@
 // Package localcluster runs a local simulated Kubernetes control plane for end-to-end tests: etcd,
 // kube-apiserver, kube-controller-manager, a default kube-scheduler and kwok (fake nodes whose pods are
-// marked Running without kubelets), as processes on this machine that listen on 127.0.0.1 only.
+// marked Running without kubelets), as processes on this machine that listen on 127.0.0.1 only. The
+// apiserver serves the gang-scheduling APIs (GenericWorkload: scheduling.k8s.io/v1beta1 PodGroups),
+// so that schedulers with that gate can run against it.
 //
 // It is test code and Linux only: it identifies processes through /proc and uses Pdeathsig.
 //

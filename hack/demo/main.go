@@ -1,6 +1,6 @@
 // Command demo runs the operator on a local simulated cluster and shows profiles placing pods:
 //
-//	demo start --dir .cache/demo   # cluster, operator, schedulers, samples, workloads, placement table
+//	demo start --dir .cache/demo   # cluster, operator, schedulers, samples, workloads, placement tables, a gang
 //	demo stop --dir .cache/demo    # stops exactly what start started
 //
 // It is what `make demo` and `make demo-stop` run. The cluster is internal/localcluster (etcd,
@@ -131,8 +131,11 @@ func start(dir string) (err error) {
 	if err := report(ctx, c, samples, os.Stdout); err != nil {
 		return err
 	}
+	if err := runGang(ctx, cluster, c, paths.Root, os.Stdout); err != nil {
+		return fmt.Errorf("%w (scheduler logs: %s)", err, filepath.Join(dir, "schedulers"))
+	}
 	fmt.Printf("\nThe demo took %s. The cluster keeps running; to look around:\n\n", time.Since(began).Round(time.Second))
-	fmt.Printf("  export KUBECONFIG=%s\n  kubectl get schedulerprofiles\n  kubectl get schedulers\n  kubectl get pods -o wide -l app.kubernetes.io/part-of=schedops-demo\n\nStop it with `make demo-stop`.\n", cluster.Kubeconfig())
+	fmt.Printf("  export KUBECONFIG=%s\n  kubectl get schedulerprofiles\n  kubectl get schedulers\n  kubectl get podgroups\n  kubectl get pods -o wide -l app.kubernetes.io/part-of=schedops-demo\n\nStop it with `make demo-stop`.\n", cluster.Kubeconfig())
 	return nil
 }
 

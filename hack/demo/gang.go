@@ -64,7 +64,7 @@ func runGang(ctx context.Context, cluster *localcluster.Cluster, c client.Client
 	// Once every pod has been refused, only a cluster event (a new node) brings them back, so
 	// the count printed now is the one that stays.
 	if err := waitPods(ctx, c, pods, "refused by the scheduler", func(pod *corev1.Pod) bool {
-		cond := podScheduled(pod)
+		cond := testutil.PodScheduled(pod)
 		return pod.Spec.NodeName == "" && cond != nil && cond.Status == corev1.ConditionFalse
 	}); err != nil {
 		return err
@@ -165,20 +165,10 @@ func reportGang(ctx context.Context, c client.Client, pods []*corev1.Pod, out io
 		if node == "" {
 			node = "<none>"
 		}
-		if cond := podScheduled(pod); cond != nil {
+		if cond := testutil.PodScheduled(pod); cond != nil {
 			status, msg = string(cond.Status), cond.Message
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", pod.Name, node, status, msg)
 	}
 	return tw.Flush()
-}
-
-// podScheduled is the pod's PodScheduled condition, nil until the scheduler has set it.
-func podScheduled(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }

@@ -68,3 +68,13 @@ func (w *PodWrapper) Request(name corev1.ResourceName, quantity string) *PodWrap
 func (w *PodWrapper) Obj() *corev1.Pod {
 	return w.DeepCopy()
 }
+
+// PodScheduled returns the pod's PodScheduled condition, nil until a scheduler has set it.
+func PodScheduled(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -175,7 +175,7 @@ func waitUnschedulable(t *testing.T, pod *corev1.Pod) string {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
 			return err
 		}
-		c := podScheduled(got)
+		c := testutil.PodScheduled(got)
 		if c == nil || c.Status != corev1.ConditionFalse {
 			return fmt.Errorf("node %q, PodScheduled %v", got.Spec.NodeName, c)
 		}
@@ -183,15 +183,6 @@ func waitUnschedulable(t *testing.T, pod *corev1.Pod) string {
 		return nil
 	})
 	return msg
-}
-
-func podScheduled(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // current returns the pods as the apiserver has them now.
@@ -223,7 +214,7 @@ func unschedulableCount(t *testing.T, pods []*corev1.Pod) int {
 	t.Helper()
 	n := 0
 	for _, pod := range current(t, pods) {
-		if c := podScheduled(pod); pod.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse {
+		if c := testutil.PodScheduled(pod); pod.Spec.NodeName == "" && c != nil && c.Status == corev1.ConditionFalse {
 			n++
 		}
 	}

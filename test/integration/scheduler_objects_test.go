@@ -63,13 +63,3 @@ func createPod(t *testing.T, ctx context.Context, c client.Client, namespace, na
 	})
 	return pod
 }
-
-// podScheduledCondition returns the PodScheduled condition of pod, or nil.
-func podScheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}

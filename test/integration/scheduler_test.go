@@ -109,7 +109,7 @@ func TestSchedulerPlacesPodsInPoolByPreference(t *testing.T) {
 			if pod.Spec.NodeName != "" {
 				t.Fatalf("Pod %s was bound to node %s", key, pod.Spec.NodeName)
 			}
-			last = podScheduledCondition(pod)
+			last = testutil.PodScheduled(pod)
 			if last == nil || last.Status != corev1.ConditionFalse || last.Reason != corev1.PodReasonUnschedulable {
 				return fmt.Errorf("PodScheduled condition %+v", last)
 			}
@@ -138,7 +138,7 @@ func waitForBinding(t *testing.T, key types.NamespacedName) string {
 			return err
 		}
 		if pod.Spec.NodeName == "" {
-			return fmt.Errorf("not bound; PodScheduled condition %+v", podScheduledCondition(pod))
+			return fmt.Errorf("not bound; PodScheduled condition %+v", testutil.PodScheduled(pod))
 		}
 		return nil
 	})

@@ -136,8 +136,13 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 			continue
 		}
 		if len(entries) > 0 {
-			if msg, err := profile.QueueSortConflict(entries[0], entry, s.Spec.FeatureGates); err != nil || msg != "" {
-				o.fail("%s sorts the queue unlike %s: %s%v", what, names[0], msg, errOrEmpty(err))
+			msg, err := profile.QueueSortConflict(entries[0], entry, s.Spec.FeatureGates)
+			if err != nil {
+				o.fail("%s: %v", what, err)
+				continue
+			}
+			if msg != "" {
+				o.fail("%s sorts the queue unlike %s: %s", what, names[0], msg)
 				continue
 			}
 		}
@@ -156,13 +161,6 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 		return
 	}
 	o.print(fmt.Sprintf("Scheduler %s with profiles %s", s.Name, strings.Join(names, ", ")), cfg)
-}
-
-func errOrEmpty(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // objects are the SchedulerProfiles and Schedulers of a file, in the file's order.

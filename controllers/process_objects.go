@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -117,13 +118,7 @@ func (r *processObjects) applyAll(ctx context.Context, objs []owned) error {
 
 // kindOf names the kind of a typed object, for log keys ("Deployment").
 func kindOf(obj client.Object) string {
-	t := fmt.Sprintf("%T", obj)
-	for i := len(t) - 1; i >= 0; i-- {
-		if t[i] == '.' {
-			return t[i+1:]
-		}
-	}
-	return t
+	return reflect.TypeOf(obj).Elem().Name()
 }
 
 // liveDeployment reads the process's Deployment from the cache; nil when there is none.

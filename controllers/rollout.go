@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
 
 // defaultRolloutDeadline is how long a new revision may take to become available before the
@@ -107,6 +109,16 @@ type rolloutState struct {
 	failed, cause string
 	// recheckAfter is when to look at a rollout in progress again, for its deadline; not kept.
 	recheckAfter time.Duration
+}
+
+// rolloutStateOf reads what a status remembers of the rollouts.
+func rolloutStateOf(ps schedulingv1alpha1.ProcessStatus) rolloutState {
+	return rolloutState{lastAvailable: ps.LastAvailableRevision, failed: ps.FailedRevision, cause: ps.RolloutFailure}
+}
+
+// writeTo records the rollout state in a status.
+func (st rolloutState) writeTo(ps *schedulingv1alpha1.ProcessStatus) {
+	ps.LastAvailableRevision, ps.FailedRevision, ps.RolloutFailure = st.lastAvailable, st.failed, st.cause
 }
 
 // deploymentAvailable tells whether every replica of the Deployment's current template is available.

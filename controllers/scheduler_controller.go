@@ -1,10 +1,8 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -138,7 +136,7 @@ type schedulerObservation struct {
 // kube-scheduler would otherwise run its default profile, a second "default-scheduler".
 func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alpha1.Scheduler) (*schedulerObservation, error) {
 	obs := &schedulerObservation{proc: sharedProcess(s)}
-	obs.rollout = rolloutState{lastAvailable: s.Status.LastAvailableRevision, failed: s.Status.FailedRevision, cause: s.Status.RolloutFailure}
+	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
@@ -190,7 +188,7 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 		st.ConfigHash, st.ConfigMapName, st.DeploymentName, st.Profiles = "", "", "", nil
 	}
 	st.ProfileCount = int32(len(st.Profiles))
-	st.LastAvailableRevision, st.FailedRevision, st.RolloutFailure = obs.rollout.lastAvailable, obs.rollout.failed, obs.rollout.cause
+	obs.rollout.writeTo(&st.ProcessStatus)
 	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
 		setConditionOn(&st.Conditions, s.Generation, typ, status, reason, message)
 	}
@@ -222,7 +220,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	}
 }
 
-// servedProfiles are the members with an entry in the configuration, by profile name.
+// servedProfiles are the members with an entry in the configuration, in the plan's profile-name
+// order.
 func servedProfiles(pl *plan) []schedulingv1alpha1.SchedulerMember {
 	var out []schedulingv1alpha1.SchedulerMember
 	for _, m := range pl.members {
@@ -230,6 +229,5 @@ func servedProfiles(pl *plan) []schedulingv1alpha1.SchedulerMember {
 			out = append(out, schedulingv1alpha1.SchedulerMember{Name: m.profile.Name, SchedulerName: m.entry.SchedulerName})
 		}
 	}
-	slices.SortFunc(out, func(a, b schedulingv1alpha1.SchedulerMember) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }

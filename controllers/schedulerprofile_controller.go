@@ -176,7 +176,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	proc := dedicatedProcess(p, obs.schedulerName)
 	obs.process = proc
-	st := rolloutState{lastAvailable: p.Status.LastAvailableRevision, failed: p.Status.FailedRevision, cause: p.Status.RolloutFailure}
+	st := rolloutStateOf(p.Status.ProcessStatus)
 	obs.rollout = st
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
@@ -225,7 +225,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	proc := sharedProcess(s)
 	obs.process = proc
 	// The Scheduler's rollouts are the member's: its status shows them.
-	obs.rollout = rolloutState{lastAvailable: s.Status.LastAvailableRevision, failed: s.Status.FailedRevision, cause: s.Status.RolloutFailure}
+	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return err

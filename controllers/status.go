@@ -27,7 +27,7 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 		st.DeploymentName = obs.process.names.deployment()
 	}
 	if obs.process != nil {
-		st.LastAvailableRevision, st.FailedRevision, st.RolloutFailure = obs.rollout.lastAvailable, obs.rollout.failed, obs.rollout.cause
+		obs.rollout.writeTo(&st.ProcessStatus)
 	}
 	setConfigValidCondition(p, obs)
 	setAvailableCondition(p, obs)
@@ -115,10 +115,7 @@ func progress(d *appsv1.Deployment, hash, configMap string) (metav1.ConditionSta
 
 // rolledOut tells whether every replica of the Deployment runs the configuration with hash.
 func rolledOut(d *appsv1.Deployment, hash string) bool {
-	n := replicas(d.Spec.Replicas)
-	return d.Spec.Template.Annotations[AnnotationConfigHash] == hash &&
-		d.Status.ObservedGeneration >= d.Generation &&
-		d.Status.UpdatedReplicas == n && d.Status.Replicas == n && d.Status.AvailableReplicas == n
+	return d.Spec.Template.Annotations[AnnotationConfigHash] == hash && deploymentAvailable(d)
 }
 
 func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {

@@ -41,6 +41,8 @@ import (
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=scheduler-profile-operator-system,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=scheduler-profile-operator-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=events,verbs=create;patch
+// The client certificates of extenders: read-only, and only in the operator's namespace.
+// +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=secrets,verbs=get;list;watch
 
 // SchedulerProfileReconciler turns each SchedulerProfile into a validated configuration and the
 // scheduler Deployment that runs it; for a profile of a shared Scheduler, it reports on the

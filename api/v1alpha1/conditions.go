@@ -27,6 +27,11 @@ const (
 	// ReasonRequiredAPIUnavailable means a feature gate of the scheduler needs an API that the
 	// cluster does not serve; the message names it and the apiserver flags that serve it.
 	ReasonRequiredAPIUnavailable = "RequiredAPIUnavailable"
+	// ReasonSecretNotFound means a Secret that an extender's tlsConfig.secretRef names, or one of
+	// its required keys (tls.crt, tls.key), is missing in the operator's namespace; the message
+	// names it. Nothing is rolled out until it exists, and a running scheduler keeps running. On a
+	// Scheduler, which has no ConfigValid condition, it is a reason of Degraded.
+	ReasonSecretNotFound = "SecretNotFound"
 )
 
 // Reasons of the Available condition.

@@ -315,7 +315,12 @@ type ExtenderManagedResource struct {
 	IgnoredByScheduler *bool `json:"ignoredByScheduler,omitempty"`
 }
 
-// ExtenderTLSConfig is the TLS configuration of the connection to an extender.
+// ExtenderTLSConfig is the TLS configuration of the connection to an extender. The client
+// certificate and its key come from a Secret in the operator's namespace (secretRef), which the
+// operator mounts read-only into the scheduler's pods: a private key is never part of a
+// SchedulerProfile, a Scheduler or the rendered configuration.
+// +kubebuilder:validation:XValidation:rule="!has(self.keyData)",message="keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.certData) || !has(self.secretRef)",message="certData and secretRef are exclusive: with secretRef the client certificate is the Secret's tls.crt"
 type ExtenderTLSConfig struct {
 	// insecure skips verification of the extender's certificate. For testing only.
 	// +optional
@@ -326,38 +331,44 @@ type ExtenderTLSConfig struct {
 	// +kubebuilder:validation:MaxLength=253
 	ServerName *string `json:"serverName,omitempty"`
 
-	// certFile is the path, inside the scheduler's container, of a client certificate.
+	// secretRef names a Secret in the operator's namespace with the client certificate ("tls.crt")
+	// and its key ("tls.key"), and optionally the CA bundle that signs the extender's certificate
+	// ("ca.crt"): the keys of a kubernetes.io/tls Secret. The operator mounts it read-only into the
+	// scheduler's pods and points the scheduler's certFile, keyFile and caFile at it. A change of
+	// the Secret's content rolls the scheduler; while the Secret or one of its two required keys is
+	// missing, nothing is rolled out (ConfigValid is False, reason SecretNotFound).
 	// +optional
-	// +kubebuilder:validation:MaxLength=4096
-	CertFile *string `json:"certFile,omitempty"`
+	SecretRef *ExtenderSecretReference `json:"secretRef,omitempty"`
 
-	// keyFile is the path, inside the scheduler's container, of the client certificate's key.
-	// +optional
-	// +kubebuilder:validation:MaxLength=4096
-	KeyFile *string `json:"keyFile,omitempty"`
-
-	// caFile is the path, inside the scheduler's container, of the CA bundle that signs the extender's certificate.
-	// +optional
-	// +kubebuilder:validation:MaxLength=4096
-	CAFile *string `json:"caFile,omitempty"`
-
-	// certData is a PEM-encoded client certificate; it takes precedence over certFile. At most
-	// 64 KiB once base64-encoded.
+	// certData is a PEM-encoded client certificate. Not allowed with secretRef, whose tls.crt is
+	// the client certificate. At most 64 KiB once base64-encoded.
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	CertData []byte `json:"certData,omitempty"`
 
-	// keyData is the PEM-encoded key of the client certificate; it takes precedence over keyFile.
-	// At most 64 KiB once base64-encoded.
+	// keyData is never accepted: a private key in a SchedulerProfile or Scheduler would be readable
+	// by everyone who can read them or the scheduler's ConfigMap. Put the key in the Secret that
+	// secretRef names. The field stays in the API only so that a key given here is refused with
+	// that message instead of being dropped without a word.
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	KeyData []byte `json:"keyData,omitempty"`
 
-	// caData is a PEM-encoded CA bundle; it takes precedence over caFile. At most 1 MiB once
-	// base64-encoded.
+	// caData is a PEM-encoded CA bundle that signs the extender's certificate; it takes precedence
+	// over the ca.crt of the Secret that secretRef names. At most 1 MiB once base64-encoded.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1048576
 	CAData []byte `json:"caData,omitempty"`
+}
+
+// ExtenderSecretReference names a Secret in the operator's namespace.
+type ExtenderSecretReference struct {
+	// name of the Secret, in the operator's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name,omitempty"`
 }
 
 // SchedulerSettings sets how the managed scheduler Deployment runs.

@@ -11,6 +11,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -26,6 +27,9 @@ type Settings struct {
 	// Namespace holds the scheduler's leader-election lease: the operator's namespace, never
 	// kube-system, whose kube-scheduler lease belongs to the cluster's own scheduler.
 	Namespace string
+	// CASecrets are the extenders' TLS Secrets that hold a CA bundle (ca.crt): the scheduler
+	// reads it from their mount. Without it, a Secret's CA is not used.
+	CASecrets sets.Set[string]
 }
 
 // Config is a rendered KubeSchedulerConfiguration.
@@ -116,6 +120,7 @@ func Render(p *v1alpha1.SchedulerProfile, settings Settings) (*Config, error) {
 		Namespace: settings.Namespace,
 		LeaseName: prof.SchedulerName,
 		Extenders: p.Spec.Extenders,
+		CASecrets: settings.CASecrets,
 	}, []Profile{prof})
 }
 
@@ -134,6 +139,8 @@ type Process struct {
 	LeaseName string
 	// Extenders are called by every profile of the process.
 	Extenders []v1alpha1.Extender
+	// CASecrets are the extenders' TLS Secrets that hold a CA bundle (ca.crt).
+	CASecrets sets.Set[string]
 }
 
 // RenderProfile renders the entry of one profile, as it appears in the profiles of a
@@ -164,6 +171,9 @@ func RenderProcess(proc Process, profiles []Profile) (*Config, error) {
 	if len(profiles) == 0 {
 		return nil, fmt.Errorf("rendering the scheduler of lease %q: no profiles", proc.LeaseName)
 	}
+	if errs := ValidateExtenders(proc.Extenders, extendersPath); len(errs) > 0 {
+		return nil, errs.ToAggregate()
+	}
 	doc := document{
 		APIVersion: configv1.SchemeGroupVersion.String(),
 		Kind:       "KubeSchedulerConfiguration",
@@ -179,7 +189,7 @@ func RenderProcess(proc Process, profiles []Profile) (*Config, error) {
 		doc.Profiles = append(doc.Profiles, p.entry)
 	}
 	for _, e := range proc.Extenders {
-		doc.Extenders = append(doc.Extenders, convertExtender(e))
+		doc.Extenders = append(doc.Extenders, convertExtender(e, proc.CASecrets))
 	}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
@@ -262,7 +272,7 @@ func convertPluginList(in []v1alpha1.Plugin) []configv1.Plugin {
 
 // convertExtender copies an extender into upstream's type, whose fields are values: an unset
 // optional field of the API becomes the zero value, which upstream reads as unset.
-func convertExtender(in v1alpha1.Extender) configv1.Extender {
+func convertExtender(in v1alpha1.Extender, caSecrets sets.Set[string]) configv1.Extender {
 	out := configv1.Extender{
 		URLPrefix:        in.URLPrefix,
 		FilterVerb:       ptr.Deref(in.FilterVerb, ""),
@@ -275,17 +285,8 @@ func convertExtender(in v1alpha1.Extender) configv1.Extender {
 		NodeCacheCapable: ptr.Deref(in.NodeCacheCapable, false),
 		Ignorable:        ptr.Deref(in.Ignorable, false),
 	}
-	if t := in.TLSConfig; t != nil {
-		out.TLSConfig = &configv1.ExtenderTLSConfig{
-			Insecure:   ptr.Deref(t.Insecure, false),
-			ServerName: ptr.Deref(t.ServerName, ""),
-			CertFile:   ptr.Deref(t.CertFile, ""),
-			KeyFile:    ptr.Deref(t.KeyFile, ""),
-			CAFile:     ptr.Deref(t.CAFile, ""),
-			CertData:   t.CertData,
-			KeyData:    t.KeyData,
-			CAData:     t.CAData,
-		}
+	if in.TLSConfig != nil {
+		out.TLSConfig = convertTLSConfig(in.TLSConfig, caSecrets)
 	}
 	for _, r := range in.ManagedResources {
 		out.ManagedResources = append(out.ManagedResources, configv1.ExtenderManagedResource{Name: r.Name, IgnoredByScheduler: ptr.Deref(r.IgnoredByScheduler, false)})

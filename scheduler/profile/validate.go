@@ -291,10 +291,25 @@ func newScheduler(cfg *schedulerconfig.KubeSchedulerConfiguration) error {
 		scheduler.WithProfiles(cfg.Profiles...),
 		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
 		scheduler.WithFrameworkOutOfTreeRegistry(registry.OutOfTree()),
-		scheduler.WithExtenders(cfg.Extenders...),
+		scheduler.WithExtenders(withoutTLSFiles(cfg.Extenders)...),
 		scheduler.WithParallelism(cfg.Parallelism),
 	)
 	return err
+}
+
+// withoutTLSFiles are the extenders without their certificate files: those are the mounted
+// Secrets, which exist only in the scheduler's pods (building an extender reads them), and the
+// operator checks the Secrets themselves before it rolls a configuration out.
+func withoutTLSFiles(extenders []schedulerconfig.Extender) []schedulerconfig.Extender {
+	out := slices.Clone(extenders)
+	for i := range out {
+		if t := out[i].TLSConfig; t != nil {
+			c := *t
+			c.CertFile, c.KeyFile, c.CAFile = "", "", ""
+			out[i].TLSConfig = &c
+		}
+	}
+	return out
 }
 
 // decodeConfig decodes a rendered configuration strictly through kube-scheduler's scheme, with

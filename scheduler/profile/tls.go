@@ -1,0 +1,89 @@
+package profile
+
+import (
+	"path"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// ExtenderSecretsDir is where the scheduler's pods mount the Secrets that extenders' tlsConfig.secretRef
+// name, each in a directory named after the Secret.
+const ExtenderSecretsDir = "/etc/kubernetes/extenders"
+
+// Keys of an extender's TLS Secret: those of a kubernetes.io/tls Secret, and the CA bundle that
+// cert-manager and others add to it.
+const (
+	// SecretCertKey holds the client certificate; required.
+	SecretCertKey = "tls.crt"
+	// SecretKeyKey holds the client certificate's private key; required.
+	SecretKeyKey = "tls.key"
+	// SecretCAKey holds the CA bundle that signs the extender's certificate; optional.
+	SecretCAKey = "ca.crt"
+)
+
+// keyDataRefused is the message for an inline private key.
+const keyDataRefused = "keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef"
+
+// ExtenderSecretDir is the directory where the scheduler's pods mount the named Secret.
+func ExtenderSecretDir(secret string) string {
+	return path.Join(ExtenderSecretsDir, secret)
+}
+
+// ExtenderSecrets returns the names of the Secrets that the extenders' tlsConfig.secretRef name,
+// sorted and without duplicates.
+func ExtenderSecrets(extenders []v1alpha1.Extender) []string {
+	names := sets.New[string]()
+	for _, e := range extenders {
+		if e.TLSConfig != nil && e.TLSConfig.SecretRef != nil && e.TLSConfig.SecretRef.Name != "" {
+			names.Insert(e.TLSConfig.SecretRef.Name)
+		}
+	}
+	return sets.List(names)
+}
+
+// ValidateExtenders refuses the TLS settings that the CRD also refuses, for objects stored before
+// it did: an inline private key (keyData), and certData with secretRef (the Secret's tls.crt is
+// the certificate). Extenders are at path (spec.extenders of a profile or a Scheduler).
+func ValidateExtenders(extenders []v1alpha1.Extender, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, e := range extenders {
+		t := e.TLSConfig
+		if t == nil {
+			continue
+		}
+		tlsPath := path.Index(i).Child("tlsConfig")
+		if len(t.KeyData) > 0 {
+			errs = append(errs, field.Forbidden(tlsPath.Child("keyData"), keyDataRefused))
+		}
+		if len(t.CertData) > 0 && t.SecretRef != nil {
+			errs = append(errs, field.Forbidden(tlsPath.Child("certData"), "certData and secretRef are exclusive: with secretRef the client certificate is the Secret's tls.crt"))
+		}
+	}
+	return errs
+}
+
+// convertTLSConfig renders an extender's TLS settings. The client certificate and key are the
+// files of the mounted Secret, and so is the CA bundle when the Secret has one (caSecrets names
+// those that do); a private key is never written into the configuration.
+func convertTLSConfig(in *v1alpha1.ExtenderTLSConfig, caSecrets sets.Set[string]) *configv1.ExtenderTLSConfig {
+	out := &configv1.ExtenderTLSConfig{
+		Insecure:   ptr.Deref(in.Insecure, false),
+		ServerName: ptr.Deref(in.ServerName, ""),
+		CertData:   in.CertData,
+		CAData:     in.CAData,
+	}
+	if ref := in.SecretRef; ref != nil {
+		dir := ExtenderSecretDir(ref.Name)
+		out.CertFile = path.Join(dir, SecretCertKey)
+		out.KeyFile = path.Join(dir, SecretKeyKey)
+		if caSecrets.Has(ref.Name) {
+			out.CAFile = path.Join(dir, SecretCAKey)
+		}
+	}
+	return out
+}

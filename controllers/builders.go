@@ -153,6 +153,8 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 			// The secure port's self-signed certificate is written here; the root file
 			// system is read-only.
 			corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	secretVolumes, _ := extenderSecretVolumes(proc)
+	spec.WithVolumes(secretVolumes...)
 	if len(sched.NodeSelector) > 0 {
 		spec.WithNodeSelector(sched.NodeSelector)
 	}
@@ -165,9 +167,13 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 	if pc := ptr.Deref(sched.PriorityClassName, ""); pc != "" {
 		spec.WithPriorityClassName(pc)
 	}
+	annotations := map[string]string{AnnotationConfigHash: cfg.Hash}
+	if proc.secrets.hash != "" {
+		annotations[AnnotationExtenderSecretsHash] = proc.secrets.hash
+	}
 	return corev1ac.PodTemplateSpec().
 		WithLabels(proc.labels()).
-		WithAnnotations(map[string]string{AnnotationConfigHash: cfg.Hash}).
+		WithAnnotations(annotations).
 		WithSpec(spec)
 }
 
@@ -182,6 +188,7 @@ func buildContainer(proc *process, s settings) *corev1ac.ContainerApplyConfigura
 			WithPeriodSeconds(period).
 			WithFailureThreshold(failures)
 	}
+	_, secretMounts := extenderSecretVolumes(proc)
 	rr := corev1ac.ResourceRequirements()
 	if len(resources.Requests) > 0 {
 		rr.WithRequests(resources.Requests)
@@ -205,7 +212,8 @@ func buildContainer(proc *process, s settings) *corev1ac.ContainerApplyConfigura
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(configDir).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"))
+			corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp")).
+		WithVolumeMounts(secretMounts...)
 }
 
 // buildPodDisruptionBudget keeps one scheduler replica through voluntary disruptions; with

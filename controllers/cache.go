@@ -20,6 +20,8 @@ func CacheOptions(namespace string) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},
 		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
+		// Extenders' client certificates: the operator may read Secrets of its own namespace only.
+		&corev1.Secret{}: {Namespaces: inNamespace},
 	}
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
 		byObject[obj] = cache.ByObject{Label: managed}

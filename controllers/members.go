@@ -182,6 +182,7 @@ func processSettings(proc *process, s settings) profile.Process {
 		Namespace: s.namespace,
 		LeaseName: proc.leaseName,
 		Extenders: proc.extenders,
+		CASecrets: proc.secrets.withCA,
 	}
 }
 

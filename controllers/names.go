@@ -19,6 +19,10 @@ const (
 	// AnnotationRevision is the hash of the scheduler's whole pod template, on the template: it
 	// tells which ReplicaSet runs which revision, so a failed one can be rolled back.
 	AnnotationRevision = "scheduling.schedops.io/revision"
+	// AnnotationExtenderSecretsHash is the content hash of the extenders' TLS Secrets on the
+	// scheduler's pod template: a rotated certificate rolls the scheduler, while the
+	// configuration and its ConfigMap stay the same.
+	AnnotationExtenderSecretsHash = "scheduling.schedops.io/extender-secrets-hash"
 
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"

@@ -27,6 +27,8 @@ type process struct {
 	// ownerLabel is the label key that selects the process's objects (ConfigMaps, ReplicaSets,
 	// pods) with the owner's name as value.
 	ownerLabel string
+	// secrets is what the pass read of the Secrets its extenders name (readExtenderSecrets).
+	secrets extenderSecrets
 }
 
 // objectNames derive the names of a process's objects from its owner's name. A profile's objects

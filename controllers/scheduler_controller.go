@@ -47,6 +47,7 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
 			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.schedulersNamingSecret)).
 		Complete(r)
 }
 
@@ -122,6 +123,8 @@ type schedulerObservation struct {
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
 	apiMissing string
+	// secretMissing names a Secret, or a key of it, that an extender needs and that is missing.
+	secretMissing string
 	// deployment is the live scheduler Deployment, if any.
 	deployment *appsv1.Deployment
 	// applied is set when every owned object was applied.
@@ -139,6 +142,13 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
+		return obs, err
+	}
+	if errs := profile.ValidateExtenders(s.Spec.Extenders, schedulerExtendersPath); len(errs) > 0 {
+		obs.invalid = errs.ToAggregate().Error()
+		return obs, nil
+	}
+	if obs.secretMissing, err = r.readExtenderSecrets(ctx, obs.proc); err != nil || obs.secretMissing != "" {
 		return obs, err
 	}
 	if obs.plan, err = r.planScheduler(ctx, s, obs.proc, obs.deployment); err != nil {
@@ -204,6 +214,9 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	switch {
 	case obs.apiMissing != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
+	case obs.secretMissing != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound,
+			obs.secretMissing+"; nothing is rolled out until it exists, and a running scheduler keeps its configuration")
 	case obs.invalid != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 			"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -70,6 +71,7 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&schedulingv1alpha1.Scheduler{}, handler.EnqueueRequestsFromMapFunc(r.membersOf)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.membersOfDeployment)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.profilesNamingSecret)).
 		Complete(r)
 }
 
@@ -153,6 +155,8 @@ type observation struct {
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
 	apiMissing string
+	// secretMissing names a Secret, or a key of it, that an extender needs and that is missing.
+	secretMissing string
 	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
 	// oldest profile of its Scheduler.
 	queueSortConflict string
@@ -191,7 +195,10 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.conflictWith = conflictingProfile(p, list.Items, obs.schedulerName); obs.conflictWith != "" {
 		return obs, nil
 	}
-	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.namespace})
+	if obs.secretMissing, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secretMissing != "" {
+		return obs, err
+	}
+	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.namespace, CASecrets: proc.secrets.withCA})
 	if err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
@@ -230,6 +237,13 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
+		return err
+	}
+	if errs := profile.ValidateExtenders(s.Spec.Extenders, schedulerExtendersPath); len(errs) > 0 {
+		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
+		return nil
+	}
+	if obs.secretMissing, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secretMissing != "" {
 		return err
 	}
 	pl, err := r.planScheduler(ctx, s, proc, obs.deployment)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,10 +116,48 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 		}
 	})
 
-	t.Run("cannot read secrets", func(t *testing.T) {
-		err := operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNamespace))
+	// Extenders' client certificates are read in the operator's namespace, and nowhere else.
+	t.Run("reads secrets only in its namespace", func(t *testing.T) {
+		if err := operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNamespace)); err != nil {
+			t.Errorf("Listing Secrets in %s as the operator: %v", operatorNamespace, err)
+		}
+		for _, ns := range []string{"", "default", "kube-system"} {
+			err := operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace(ns))
+			if !apierrors.IsForbidden(err) {
+				t.Errorf("Listing Secrets in namespace %q as the operator: got %v, want Forbidden", ns, err)
+			}
+		}
+		err := operatorClient.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "any"}, &corev1.Secret{})
 		if !apierrors.IsForbidden(err) {
-			t.Errorf("Listing Secrets as the operator: got %v, want Forbidden", err)
+			t.Errorf("Getting a Secret in kube-system as the operator: got %v, want Forbidden", err)
+		}
+		if err := operatorClient.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: uniqueName("ctl-rbac")}}); !apierrors.IsForbidden(err) {
+			t.Errorf("Creating a Secret in %s as the operator: got %v, want Forbidden", operatorNamespace, err)
+		}
+		// The operator reads a profile's Secret with these permissions.
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: uniqueName("ctl-rbac-client")},
+			Data:       map[string][]byte{"tls.crt": []byte("certificate"), "tls.key": []byte(testKeyPEM)},
+		}
+		if err := k.admin.Create(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		withTLS := testutil.MakeProfile(uniqueName("ctl-rbac-tls")).Obj()
+		withTLS.Spec.Extenders = []schedulingv1alpha1.Extender{tlsExtender(secret.Name)}
+		k.createProfile(t, withTLS)
+		k.waitForRollout(t, withTLS.Name)
+		for _, role := range readGeneratedRoles(t) {
+			cr, ok := role.(*rbacv1.ClusterRole)
+			if !ok {
+				continue
+			}
+			for _, rule := range cr.Rules {
+				if slices.Contains(rule.APIGroups, "") || slices.Contains(rule.APIGroups, "*") {
+					if slices.Contains(rule.Resources, "secrets") || slices.Contains(rule.Resources, "*") {
+						t.Errorf("ClusterRole %s grants %v on Secrets cluster-wide", cr.Name, rule.Verbs)
+					}
+				}
+			}
 		}
 	})
 }

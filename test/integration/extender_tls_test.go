@@ -1,0 +1,236 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// testKeyPEM stands for a client key: the operator never parses it, and no rendered configuration
+// may contain it.
+const testKeyPEM = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIK6test\n-----END EC PRIVATE KEY-----\n"
+
+var secretNotFound = conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretNotFound}
+
+// tlsExtender is an HTTPS extender whose client certificate is in the named Secret.
+func tlsExtender(secret string) schedulingv1alpha1.Extender {
+	return schedulingv1alpha1.Extender{
+		URLPrefix: "https://extender.example.com/scheduler", FilterVerb: ptr.To("filter"), EnableHTTPS: ptr.To(true),
+		TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{SecretRef: &schedulingv1alpha1.ExtenderSecretReference{Name: secret}},
+	}
+}
+
+// TestControllerExtenderSecret: a profile whose extender names a Secret that does not exist (or
+// lacks tls.key) is not rolled out, and says which Secret and key; once the Secret is complete the
+// scheduler rolls out with the Secret mounted and no key in its ConfigMap; a new certificate rolls
+// the pods and keeps the ConfigMap; a Secret deleted later leaves the running scheduler alone.
+func TestControllerExtenderSecret(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	name := uniqueName("ctl-tls")
+	secretName := name + "-client"
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Extenders = []schedulingv1alpha1.Extender{tlsExtender(secretName)}
+	k.createProfile(t, p)
+
+	k.waitForConfigValidMessage(t, name, secretNotFound, fmt.Sprintf("Secret %s/%s, named in an extender's tlsConfig.secretRef, does not exist", operatorNamespace, secretName))
+	k.checkNoDeployment(t, name+"-scheduler")
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: secretName},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"tls.crt": []byte("certificate 1")},
+	}
+	if err := k.admin.Create(t.Context(), secret); err != nil {
+		t.Fatalf("Creating Secret %s: %v", secretName, err)
+	}
+	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), secret) })
+	k.waitForConfigValidMessage(t, name, secretNotFound, `has no key "tls.key"`)
+	k.checkNoDeployment(t, name+"-scheduler")
+
+	// The Secret is completed: the profile recovers without a change of its own.
+	k.updateSecret(t, secret, map[string][]byte{"tls.crt": []byte("certificate 1"), "tls.key": []byte(testKeyPEM), "ca.crt": []byte("ca")})
+	before := k.waitForRollout(t, name)
+	objs := k.waitForOwned(t, before, before.Status.ConfigMapName)
+	config := objs[objConfigMap].(*corev1.ConfigMap).Data["config.yaml"]
+	for _, want := range []string{"certFile: /etc/kubernetes/extenders/" + secretName + "/tls.crt", "keyFile: /etc/kubernetes/extenders/" + secretName + "/tls.key", "caFile: /etc/kubernetes/extenders/" + secretName + "/ca.crt"} {
+		if !strings.Contains(config, want) {
+			t.Errorf("The configuration lacks %q:\n%s", want, config)
+		}
+	}
+	if strings.Contains(config, "PRIVATE KEY") {
+		t.Errorf("The ConfigMap holds a private key:\n%s", config)
+	}
+	d := objs[objDeployment].(*appsv1.Deployment)
+	checkSecretMounted(t, d, secretName)
+	k.markDeploymentAvailable(t, before.Status.DeploymentName)
+	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
+
+	// Rotation: a new certificate is a new pod template, with the same configuration.
+	k.updateSecret(t, secret, map[string][]byte{"tls.crt": []byte("certificate 2"), "tls.key": []byte(testKeyPEM), "ca.crt": []byte("ca")})
+	rotated := k.waitForRevision(t, before.Status.DeploymentName, func(rev string) bool { return rev != d.Spec.Template.Annotations[controllers.AnnotationRevision] })
+	if got, was := rotated.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash], d.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash]; got == was {
+		t.Errorf("The Secrets' hash stayed %s after the rotation", got)
+	}
+	if got := rotated.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != before.Status.ConfigHash {
+		t.Errorf("The rotation changed the config hash from %s to %s", before.Status.ConfigHash, got)
+	}
+	after, err := k.getProfile(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status.ConfigMapName != before.Status.ConfigMapName {
+		t.Errorf("The rotation changed the ConfigMap from %s to %s", before.Status.ConfigMapName, after.Status.ConfigMapName)
+	}
+	k.markDeploymentAvailable(t, before.Status.DeploymentName)
+
+	// The Secret goes away: refused, and the running scheduler is not touched.
+	if err := k.admin.Delete(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	k.waitForConfigValidMessage(t, name, secretNotFound, "does not exist")
+	k.waitForConditions(t, name, secretNotFound, available,
+		conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound})
+	still := &appsv1.Deployment{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: before.Status.DeploymentName}, still); err != nil {
+		t.Fatal(err)
+	}
+	if still.Spec.Template.Annotations[controllers.AnnotationRevision] != rotated.Spec.Template.Annotations[controllers.AnnotationRevision] {
+		t.Errorf("The Deployment changed while the Secret was missing")
+	}
+}
+
+// TestSchedulerExtenderSecret: a Scheduler's extenders take their Secrets the same way. While the
+// Secret is missing the Scheduler is Degraded and its member is not valid, both naming the
+// Secret; once it exists the shared scheduler runs with it mounted.
+func TestSchedulerExtenderSecret(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	name := uniqueName("ctl-tls-shared")
+	secretName := name + "-client"
+	k.createScheduler(t, &schedulingv1alpha1.Scheduler{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       schedulingv1alpha1.SchedulerSpec{Extenders: []schedulingv1alpha1.Extender{tlsExtender(secretName)}},
+	})
+	member := name + "-a"
+	k.createProfile(t, testutil.MakeProfile(member).SchedulerRef(name).Obj())
+
+	k.waitForConfigValidMessage(t, member, secretNotFound, secretName)
+	testutil.Eventually(t, reconcileTimeout, "Scheduler "+name+" to be Degraded for the Secret", func(ctx context.Context) error {
+		s, err := k.getScheduler(ctx, name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, schedulingv1alpha1.ConditionDegraded)
+		if c == nil || c.Reason != schedulingv1alpha1.ReasonSecretNotFound || !strings.Contains(c.Message, secretName) {
+			return fmt.Errorf("Degraded is %v", c)
+		}
+		return nil
+	})
+	k.checkNoDeployment(t, name+".scheduler")
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: secretName},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"tls.crt": []byte("certificate"), "tls.key": []byte(testKeyPEM)},
+	}
+	if err := k.admin.Create(t.Context(), secret); err != nil {
+		t.Fatalf("Creating Secret %s: %v", secretName, err)
+	}
+	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), secret) })
+	k.waitForConditions(t, member, configValid)
+	s := k.waitForScheduler(t, name, "to run its member", func(s *schedulingv1alpha1.Scheduler) error {
+		if s.Status.ConfigMapName == "" {
+			return fmt.Errorf("no configuration rolled out")
+		}
+		return nil
+	})
+	d := &appsv1.Deployment{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: s.Status.DeploymentName}, d); err != nil {
+		t.Fatal(err)
+	}
+	checkSecretMounted(t, d, secretName)
+	cm := &corev1.ConfigMap{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: s.Status.ConfigMapName}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if config := cm.Data["config.yaml"]; strings.Contains(config, "PRIVATE KEY") || strings.Contains(config, "caFile") ||
+		!strings.Contains(config, "keyFile: /etc/kubernetes/extenders/"+secretName+"/tls.key") {
+		t.Errorf("The shared configuration should point keyFile at the mount, with no caFile (the Secret has no ca.crt) and no key:\n%s", config)
+	}
+}
+
+// waitForConfigValidMessage waits until the profile's ConfigValid condition is want and its
+// message contains text.
+func (k *cluster) waitForConfigValidMessage(t *testing.T, name string, want conditionWant, text string) {
+	t.Helper()
+	testutil.Eventually(t, reconcileTimeout, fmt.Sprintf("SchedulerProfile %s to have %v saying %q", name, want, text), func(ctx context.Context) error {
+		p, err := k.getProfile(ctx, name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, want.typ)
+		if c == nil || c.Status != want.status || c.Reason != want.reason || !strings.Contains(c.Message, text) {
+			return fmt.Errorf("conditions: %s", formatConditions(p))
+		}
+		return nil
+	})
+}
+
+// updateSecret replaces the data of a Secret.
+func (k *cluster) updateSecret(t *testing.T, secret *corev1.Secret, data map[string][]byte) {
+	t.Helper()
+	if err := k.admin.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data = data
+	if err := k.admin.Update(t.Context(), secret); err != nil {
+		t.Fatalf("Updating Secret %s: %v", secret.Name, err)
+	}
+}
+
+// checkNoDeployment checks that no scheduler Deployment of that name was created.
+func (k *cluster) checkNoDeployment(t *testing.T, name string) {
+	t.Helper()
+	err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: name}, &appsv1.Deployment{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("Deployment %s: got %v, want NotFound while a Secret is missing", name, err)
+	}
+}
+
+// checkSecretMounted checks that the scheduler's pod template mounts the Secret read-only where
+// the configuration reads it, and carries the Secrets' hash.
+func checkSecretMounted(t *testing.T, d *appsv1.Deployment, secret string) {
+	t.Helper()
+	spec := d.Spec.Template.Spec
+	volume := ""
+	for _, v := range spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret {
+			volume = v.Name
+		}
+	}
+	mounted := false
+	for _, m := range spec.Containers[0].VolumeMounts {
+		mounted = mounted || (m.Name == volume && m.ReadOnly && m.MountPath == "/etc/kubernetes/extenders/"+secret)
+	}
+	if volume == "" || !mounted {
+		t.Errorf("Deployment %s does not mount Secret %s read-only at /etc/kubernetes/extenders/%s: volumes %v, mounts %v",
+			d.Name, secret, secret, spec.Volumes, spec.Containers[0].VolumeMounts)
+	}
+	if d.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash] == "" {
+		t.Errorf("Deployment %s has no %s annotation", d.Name, controllers.AnnotationExtenderSecretsHash)
+	}
+}

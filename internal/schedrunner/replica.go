@@ -33,6 +33,9 @@ const stopGrace = 10 * time.Second
 type Replica struct {
 	// Hash is the config hash of the pod template that the process runs.
 	Hash string
+	// Revision is the revision of that pod template: a new one (a new configuration, or a new
+	// certificate in a mounted Secret) rolls the processes.
+	Revision string
 	// Process is the kube-scheduler process; its Log is the process's output.
 	Process *localcluster.Process
 	// Port is its secure port on 127.0.0.1 (it serves /readyz, /livez and /metrics there).
@@ -47,7 +50,7 @@ type Replica struct {
 // startReplica runs kube-scheduler as a pod of d would run: with the Deployment's args and the
 // config of the ConfigMap it mounts, authenticated as its ServiceAccount. Only what a local process
 // needs changes: file paths, the secure port and the kubeconfigs that stand in for in-cluster config.
-func (r *Runner) startReplica(ctx context.Context, d *appsv1.Deployment, hash string) (*Replica, error) {
+func (r *Runner) startReplica(ctx context.Context, d *appsv1.Deployment, hash, revision string) (*Replica, error) {
 	if len(d.Spec.Template.Spec.Containers) == 0 {
 		return nil, fmt.Errorf("no container")
 	}
@@ -61,7 +64,11 @@ func (r *Runner) startReplica(ctx context.Context, d *appsv1.Deployment, hash st
 	if err != nil {
 		return nil, err
 	}
-	configPath, err := r.writeConfig(ctx, d, kubeconfig, filepath.Join(dir, "config.yaml"))
+	mounts, err := r.writeSecretVolumes(ctx, d, filepath.Join(dir, "volumes"))
+	if err != nil {
+		return nil, err
+	}
+	configPath, err := r.writeConfig(ctx, d, kubeconfig, mounts, filepath.Join(dir, "config.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +83,7 @@ func (r *Runner) startReplica(ctx context.Context, d *appsv1.Deployment, hash st
 	if err != nil {
 		return nil, err
 	}
-	return &Replica{Hash: hash, Process: proc, Port: ports[0], Kubeconfig: kubeconfig}, nil
+	return &Replica{Hash: hash, Revision: revision, Process: proc, Port: ports[0], Kubeconfig: kubeconfig}, nil
 }
 
 // localArgs are the container's args with the paths and the port of this process.
@@ -131,9 +138,44 @@ func (r *Runner) writeKubeconfig(ctx context.Context, d *appsv1.Deployment, path
 	return path, nil
 }
 
+// writeSecretVolumes writes the Secrets that the container mounts into dir, one directory per
+// volume with a file per key, as a kubelet fills a Secret volume, and returns the local directory
+// of each mount path.
+func (r *Runner) writeSecretVolumes(ctx context.Context, d *appsv1.Deployment, dir string) (map[string]string, error) {
+	secrets := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = v.Secret.SecretName
+		}
+	}
+	mounts := map[string]string{}
+	for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+		name, ok := secrets[m.Name]
+		if !ok {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := r.opts.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: name}, secret); err != nil {
+			return nil, fmt.Errorf("reading Secret %q: %w", name, err)
+		}
+		local := filepath.Join(dir, m.Name)
+		if err := os.MkdirAll(local, 0o700); err != nil {
+			return nil, err
+		}
+		for key, data := range secret.Data {
+			if err := os.WriteFile(filepath.Join(local, key), data, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		mounts[m.MountPath] = local
+	}
+	return mounts, nil
+}
+
 // writeConfig writes the config of the ConfigMap that the Deployment mounts, with its client
-// connection pointed at kubeconfig instead of the in-cluster client; nothing else changes.
-func (r *Runner) writeConfig(ctx context.Context, d *appsv1.Deployment, kubeconfig, path string) (string, error) {
+// connection pointed at kubeconfig instead of the in-cluster client, and the paths into mounted
+// Secrets pointed at their local copies (mounts); nothing else changes.
+func (r *Runner) writeConfig(ctx context.Context, d *appsv1.Deployment, kubeconfig string, mounts map[string]string, path string) (string, error) {
 	var cmName string
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.ConfigMap != nil {
@@ -144,8 +186,12 @@ func (r *Runner) writeConfig(ctx context.Context, d *appsv1.Deployment, kubeconf
 	if err := r.opts.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: cmName}, cm); err != nil {
 		return "", fmt.Errorf("reading ConfigMap %q: %w", cmName, err)
 	}
+	text := cm.Data["config.yaml"]
+	for mountPath, local := range mounts {
+		text = strings.ReplaceAll(text, strings.TrimSuffix(mountPath, "/")+"/", local+"/")
+	}
 	var doc map[string]any
-	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
 		return "", fmt.Errorf("parsing the scheduler config: %w", err)
 	}
 	doc["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}

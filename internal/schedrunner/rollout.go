@@ -15,21 +15,22 @@ import (
 const maxSurge = 1
 
 // step takes one step towards the Deployment's spec, as its controller and the kubelets would:
-// a process that exited is replaced, a new configuration rolls one process at a time (start one with
-// the new config; once it is ready, stop one old one, which releases its lease on SIGTERM), and
-// a change of replicas scales up or down. One start or stop per step keeps every stage observable.
+// a process that exited is replaced, a new pod template revision rolls one process at a time
+// (start one with the new template; once it is ready, stop one old one, which releases its lease
+// on SIGTERM), and a change of replicas scales up or down. One start or stop per step keeps every stage observable.
 func (r *Runner) step(ctx context.Context, d *appsv1.Deployment) error {
 	want := int(ptr.Deref(d.Spec.Replicas, 1))
 	hash := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]
+	revision := d.Spec.Template.Annotations[controllers.AnnotationRevision]
 	reps := r.live(d.Name)
 	for _, rep := range reps {
 		rep.probe(ctx)
 	}
-	current, old := split(reps, hash)
+	current, old := split(reps, revision)
 	available := countReady(reps)
 	switch {
 	case len(current) < want && len(reps) < want+maxSurge:
-		rep, err := r.startReplica(ctx, d, hash)
+		rep, err := r.startReplica(ctx, d, hash, revision)
 		if err != nil {
 			return err
 		}
@@ -50,11 +51,11 @@ func (r *Runner) live(deployment string) []*Replica {
 	return reps
 }
 
-// split returns the processes that run hash and the others; the others come not ready first,
-// since stopping those costs no availability.
-func split(reps []*Replica, hash string) (current, old []*Replica) {
+// split returns the processes that run revision and the others; the others come not ready
+// first, since stopping those costs no availability.
+func split(reps []*Replica, revision string) (current, old []*Replica) {
 	for _, rep := range reps {
-		if rep.Hash == hash {
+		if rep.Revision == revision {
 			current = append(current, rep)
 		} else {
 			old = append(old, rep)

@@ -1,10 +1,11 @@
 // Package schedrunner runs, as local processes, the schedulers that the operator's Deployments
 // describe. kwok only pretends that pods run, so on the local simulated cluster nothing would
 // schedule the pods of a profile; the runner does what the Deployment controller and the kubelets
-// would do for the scheduler Deployments: it runs spec.replicas bin/kube-scheduler processes with the
-// config of the ConfigMap that the pod template mounts and the container's args, each authenticated
-// with a token of the Deployment's ServiceAccount, and rolls them to a new configuration the way the
-// Deployment's strategy does (a new process first, an old one stopped once the new one is ready).
+// would do for the scheduler Deployments: it runs spec.replicas bin/kube-scheduler processes with
+// the config of the ConfigMap that the pod template mounts, the files of the Secrets it mounts and
+// the container's args, each authenticated with a token of the Deployment's ServiceAccount, and
+// rolls them to a new pod template the way the Deployment's strategy does (a new process first, an
+// old one stopped once the new one is ready).
 //
 // It is test and demo code, not part of the product.
 package schedrunner

@@ -22,7 +22,7 @@ func withTLSExtenders(name string, secrets ...string) *schedulingv1alpha1.Schedu
 	for _, s := range secrets {
 		p.Spec.Extenders = append(p.Spec.Extenders, schedulingv1alpha1.Extender{
 			URLPrefix: "https://" + s + ".example.com/scheduler", FilterVerb: ptr.To("filter"), EnableHTTPS: ptr.To(true),
-			TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{SecretRef: &schedulingv1alpha1.ExtenderSecretReference{Name: s}},
+			TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{SecretRef: schedulingv1alpha1.ExtenderSecretReference{Name: s}},
 		})
 	}
 	return p

@@ -338,7 +338,7 @@ type ExtenderTLSConfig struct {
 	// the Secret's content rolls the scheduler; while the Secret or one of its two required keys is
 	// missing, nothing is rolled out (ConfigValid is False, reason SecretNotFound).
 	// +optional
-	SecretRef *ExtenderSecretReference `json:"secretRef,omitempty"`
+	SecretRef ExtenderSecretReference `json:"secretRef,omitzero"`
 
 	// certData is a PEM-encoded client certificate. Not allowed with secretRef, whose tls.crt is
 	// the client certificate. At most 64 KiB once base64-encoded.

@@ -126,11 +126,7 @@ func (in *ExtenderTLSConfig) DeepCopyInto(out *ExtenderTLSConfig) {
 		*out = new(string)
 		**out = **in
 	}
-	if in.SecretRef != nil {
-		in, out := &in.SecretRef, &out.SecretRef
-		*out = new(ExtenderSecretReference)
-		**out = **in
-	}
+	out.SecretRef = in.SecretRef
 	if in.CertData != nil {
 		in, out := &in.CertData, &out.CertData
 		*out = make([]byte, len(*in))

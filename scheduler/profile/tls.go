@@ -39,7 +39,7 @@ func ExtenderSecretDir(secret string) string {
 func ExtenderSecrets(extenders []v1alpha1.Extender) []string {
 	names := sets.New[string]()
 	for _, e := range extenders {
-		if e.TLSConfig != nil && e.TLSConfig.SecretRef != nil && e.TLSConfig.SecretRef.Name != "" {
+		if e.TLSConfig != nil && e.TLSConfig.SecretRef.Name != "" {
 			names.Insert(e.TLSConfig.SecretRef.Name)
 		}
 	}
@@ -60,7 +60,7 @@ func ValidateExtenders(extenders []v1alpha1.Extender, path *field.Path) field.Er
 		if len(t.KeyData) > 0 {
 			errs = append(errs, field.Forbidden(tlsPath.Child("keyData"), keyDataRefused))
 		}
-		if len(t.CertData) > 0 && t.SecretRef != nil {
+		if len(t.CertData) > 0 && t.SecretRef.Name != "" {
 			errs = append(errs, field.Forbidden(tlsPath.Child("certData"), "certData and secretRef are exclusive: with secretRef the client certificate is the Secret's tls.crt"))
 		}
 	}
@@ -77,7 +77,7 @@ func convertTLSConfig(in *v1alpha1.ExtenderTLSConfig, caSecrets sets.Set[string]
 		CertData:   in.CertData,
 		CAData:     in.CAData,
 	}
-	if ref := in.SecretRef; ref != nil {
+	if ref := in.SecretRef; ref.Name != "" {
 		dir := ExtenderSecretDir(ref.Name)
 		out.CertFile = path.Join(dir, SecretCertKey)
 		out.KeyFile = path.Join(dir, SecretKeyKey)

@@ -51,7 +51,7 @@ func TestRenderExtenderTLSGolden(t *testing.T) {
 func TestRenderExtenderTLSPaths(t *testing.T) {
 	ext := v1alpha1.Extender{URLPrefix: "https://e/x", TLSConfig: &v1alpha1.ExtenderTLSConfig{
 		ServerName: ptr.To("e"),
-		SecretRef:  &v1alpha1.ExtenderSecretReference{Name: "client"},
+		SecretRef:  v1alpha1.ExtenderSecretReference{Name: "client"},
 	}}
 	tests := []struct {
 		name      string
@@ -92,10 +92,10 @@ func TestRenderRefusesInlineKeys(t *testing.T) {
 		{name: "keyData", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CertData: []byte("cert"), KeyData: key}),
 			want: field.ErrorList{field.Forbidden(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "keyData"),
 				"keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef")}},
-		{name: "certData with secretRef", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CertData: []byte("cert"), SecretRef: &v1alpha1.ExtenderSecretReference{Name: "s"}}),
+		{name: "certData with secretRef", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CertData: []byte("cert"), SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}}),
 			want: field.ErrorList{field.Forbidden(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "certData"),
 				"certData and secretRef are exclusive: with secretRef the client certificate is the Secret's tls.crt")}},
-		{name: "secretRef and caData", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CAData: []byte("ca"), SecretRef: &v1alpha1.ExtenderSecretReference{Name: "s"}})},
+		{name: "secretRef and caData", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CAData: []byte("ca"), SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

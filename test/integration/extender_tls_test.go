@@ -29,7 +29,7 @@ var secretNotFound = conditionWant{schedulingv1alpha1.ConditionConfigValid, meta
 func tlsExtender(secret string) schedulingv1alpha1.Extender {
 	return schedulingv1alpha1.Extender{
 		URLPrefix: "https://extender.example.com/scheduler", FilterVerb: ptr.To("filter"), EnableHTTPS: ptr.To(true),
-		TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{SecretRef: &schedulingv1alpha1.ExtenderSecretReference{Name: secret}},
+		TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{SecretRef: schedulingv1alpha1.ExtenderSecretReference{Name: secret}},
 	}
 }
 

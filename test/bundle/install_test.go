@@ -248,8 +248,12 @@ func TestOLMInstallSimulated(t *testing.T) {
 			what string
 			do   func(ctx context.Context) error
 		}{
-			{"reading Secrets in the install namespace", func(ctx context.Context) error {
-				return operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace(namespace))
+			// Extenders' client certificates are read in the install namespace only.
+			{"reading Secrets in kube-system", func(ctx context.Context) error {
+				return operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system"))
+			}},
+			{"reading Secrets cluster-wide", func(ctx context.Context) error {
+				return operatorClient.List(ctx, &corev1.SecretList{})
 			}},
 			{"reading Nodes", func(ctx context.Context) error {
 				return operatorClient.List(ctx, &corev1.NodeList{})

@@ -48,6 +48,9 @@ type WebhookOptions struct {
 	SecretName   string
 	ConfigName   string
 	ServiceName  string
+	// CertDNSName is the name the rotated certificate is issued for, when the apiserver reaches
+	// the webhook by URL rather than through the Service (<ServiceName>.<namespace>.svc).
+	CertDNSName string
 }
 
 // server is the webhook server of these options.
@@ -85,7 +88,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 		CertDir:        w.certDir(),
 		CAName:         "scheduler-profile-operator-ca",
 		CAOrganization: "scheduler-profile-operator",
-		DNSName:        fmt.Sprintf("%s.%s.svc", w.ServiceName, o.Namespace),
+		DNSName:        w.dnsName(o.Namespace),
 		IsReady:        certsReady,
 		Webhooks:       []rotator.WebhookInfo{{Name: w.ConfigName, Type: rotator.Validating}},
 		FieldOwner:     FieldManager,
@@ -111,6 +114,14 @@ func (o *WebhookOptions) certDir() string {
 		return o.CertDir
 	}
 	return filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs")
+}
+
+// dnsName is the name the rotated certificate is issued for.
+func (o *WebhookOptions) dnsName(namespace string) string {
+	if o.CertDNSName != "" {
+		return o.CertDNSName
+	}
+	return fmt.Sprintf("%s.%s.svc", o.ServiceName, namespace)
 }
 
 // webhookReadiness fails the readiness check until the webhook server answers TLS connections.

@@ -11,6 +11,7 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -67,7 +68,13 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := mgr.AddReadyzCheck("webhook", ready.check); err != nil {
 		return fmt.Errorf("adding the webhook's readiness check: %w", err)
 	}
-	objects := processObjects{client: mgr.GetClient(), settings: settings{namespace: o.Namespace, image: o.SchedulerImage}}
+	// The webhook reads what is stored rather than the cache, which can lag: a profile created a
+	// moment ago must count in the next one's name and queue-sort checks.
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("creating the webhook's client: %w", err)
+	}
+	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage}}
 	register := func() error {
 		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(&profileValidator{objects}).Complete(); err != nil {
 			return fmt.Errorf("setting up the SchedulerProfile webhook: %w", err)
@@ -83,7 +90,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 		return register()
 	}
 	certsReady := make(chan struct{})
-	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+	err = rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: w.SecretName},
 		CertDir:        w.certDir(),
 		CAName:         "scheduler-profile-operator-ca",

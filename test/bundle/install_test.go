@@ -191,7 +191,12 @@ func TestOLMInstallSimulated(t *testing.T) {
 		return operatorClient.List(ctx, &schedulingv1alpha1.SchedulerProfileList{})
 	})
 
-	operator := framework.StartOperator(t, operatorCfg, controllers.ManagerOptions{Namespace: namespace, SchedulerImage: image, LeaderElection: true})
+	if !slices.Contains(container.Args, "--disable-cert-rotation") {
+		t.Errorf("The operator's args %q lack --disable-cert-rotation: OLM provides the webhook's certificate", container.Args)
+	}
+	webhook := installOLMWebhooks(t, csv, namespace, create)
+	operator := framework.StartOperator(t, operatorCfg, controllers.ManagerOptions{Namespace: namespace, SchedulerImage: image, LeaderElection: true, Webhook: webhook})
+	refusedByWebhook(t, adminClient)
 
 	profile := sampleProfile(t, csv, "binpack")
 	if err := adminClient.Create(ctx, profile); err != nil {
@@ -248,8 +253,10 @@ func TestOLMInstallSimulated(t *testing.T) {
 			what string
 			do   func(ctx context.Context) error
 		}{
-			{"reading Secrets in the install namespace", func(ctx context.Context) error {
-				return operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace(namespace))
+			// The install namespace's Secrets are readable, for the webhook's certificate when
+			// the operator rotates it (make deploy); no other namespace's.
+			{"reading Secrets in kube-system", func(ctx context.Context) error {
+				return operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system"))
 			}},
 			{"reading Nodes", func(ctx context.Context) error {
 				return operatorClient.List(ctx, &corev1.NodeList{})

@@ -64,11 +64,11 @@ func webhookDefinitions(in *input) ([]operatorsv1alpha1.WebhookDescription, erro
 	}
 	for _, svc := range in.webhook.services {
 		if !called[svc.Name] {
-			return nil, fmt.Errorf("Service %q: no place in the bundle: OLM creates only the Services of webhooks", svc.Name)
+			return nil, fmt.Errorf("webhook Service %q: no place in the bundle: OLM creates only the Services of webhooks", svc.Name)
 		}
 	}
 	if len(in.webhook.configs) == 0 && len(in.webhook.secrets) > 0 {
-		return nil, fmt.Errorf("Secret %q: no place in the bundle: only a webhook's certificate, which OLM provides", in.webhook.secrets[0].Name)
+		return nil, fmt.Errorf("webhook Secret %q: no place in the bundle: only a webhook's certificate, which OLM provides", in.webhook.secrets[0].Name)
 	}
 	return defs, nil
 }
@@ -77,7 +77,7 @@ func webhookDefinitions(in *input) ([]operatorsv1alpha1.WebhookDescription, erro
 // its own for the Deployment.
 func webhookPort(in *input, svc *corev1.Service) (intstr.IntOrString, error) {
 	if len(svc.Spec.Ports) != 1 {
-		return intstr.IntOrString{}, fmt.Errorf("Service %q: want one port, got %d", svc.Name, len(svc.Spec.Ports))
+		return intstr.IntOrString{}, fmt.Errorf("webhook Service %q: want one port, got %d", svc.Name, len(svc.Spec.Ports))
 	}
 	target := svc.Spec.Ports[0].TargetPort
 	if target.Type == intstr.Int {
@@ -90,7 +90,7 @@ func webhookPort(in *input, svc *corev1.Service) (intstr.IntOrString, error) {
 			}
 		}
 	}
-	return intstr.IntOrString{}, fmt.Errorf("Service %q targets port %q, which the Deployment's containers do not name", svc.Name, target.StrVal)
+	return intstr.IntOrString{}, fmt.Errorf("webhook Service %q targets port %q, which the Deployment's containers do not name", svc.Name, target.StrVal)
 }
 
 // withProvidedCertificate is the operator's Deployment as OLM runs it: without the volume of

@@ -115,10 +115,14 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 		}
 	})
 
-	t.Run("cannot read secrets", func(t *testing.T) {
-		err := operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNamespace))
-		if !apierrors.IsForbidden(err) {
-			t.Errorf("Listing Secrets as the operator: got %v, want Forbidden", err)
+	// The webhook's certificate rotation lists and watches the Secrets of the operator's
+	// namespace; it may get and update only its own, and no other namespace's.
+	t.Run("cannot read other secrets", func(t *testing.T) {
+		if err := operatorClient.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")); !apierrors.IsForbidden(err) {
+			t.Errorf("Listing Secrets of kube-system as the operator: got %v, want Forbidden", err)
+		}
+		if err := operatorClient.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "another-secret"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+			t.Errorf("Getting a Secret other than the webhook's as the operator: got %v, want Forbidden", err)
 		}
 	})
 }

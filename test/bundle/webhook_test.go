@@ -6,11 +6,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
@@ -78,4 +82,72 @@ func freePort(t *testing.T) int {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestKustomizeWebhookWiring: in what `make deploy` installs, the operator's default flags name
+// the webhook's objects: the configuration whose caBundle it sets, the Secret it writes and its
+// Deployment mounts at the default certificate directory, the Service it issues the certificate
+// for, which the configuration calls and which targets the webhook's port; and the RBAC lets the
+// operator update exactly that Secret and configuration.
+func TestKustomizeWebhookWiring(t *testing.T) {
+	objs := kustomizeBuild(t, "config/default", "registry.example/scheduler-profile-operator:v0.0.1")
+	var (
+		vwc        admissionregistrationv1.ValidatingWebhookConfiguration
+		svc        corev1.Service
+		secret     corev1.Secret
+		deployment appsv1.Deployment
+		role       rbacv1.ClusterRole
+		nsRole     rbacv1.Role
+	)
+	fromUnstructured(t, findObject(t, objs, "ValidatingWebhookConfiguration"), &vwc)
+	fromUnstructured(t, findObject(t, objs, "Service"), &svc)
+	fromUnstructured(t, findObject(t, objs, "Secret"), &secret)
+	fromUnstructured(t, findObject(t, objs, "Deployment"), &deployment)
+	fromUnstructured(t, findObject(t, objs, "ClusterRole"), &role)
+	for _, obj := range objs {
+		if obj.GetKind() == "Role" && obj.GetNamespace() == deployment.Namespace {
+			fromUnstructured(t, obj, &nsRole)
+		}
+	}
+
+	if vwc.Name != controllers.DefaultWebhookConfigName || svc.Name != controllers.DefaultWebhookServiceName || secret.Name != controllers.DefaultWebhookSecret {
+		t.Errorf("Names: configuration %q, Service %q, Secret %q; the operator's defaults are %q, %q, %q", vwc.Name, svc.Name, secret.Name,
+			controllers.DefaultWebhookConfigName, controllers.DefaultWebhookServiceName, controllers.DefaultWebhookSecret)
+	}
+	for _, w := range vwc.Webhooks {
+		if s := w.ClientConfig.Service; s == nil || s.Name != svc.Name || s.Namespace != deployment.Namespace {
+			t.Errorf("Webhook %s calls %+v, want Service %s/%s", w.Name, s, deployment.Namespace, svc.Name)
+		}
+	}
+	pod := deployment.Spec.Template.Spec
+	manager := pod.Containers[0]
+	if !slices.ContainsFunc(manager.Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == svc.Spec.Ports[0].TargetPort.StrVal && p.ContainerPort == controllers.DefaultWebhookPort
+	}) {
+		t.Errorf("The Service targets port %q; the container's ports %+v have no such port %d", svc.Spec.Ports[0].TargetPort.StrVal, manager.Ports, controllers.DefaultWebhookPort)
+	}
+	mounted := ""
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == secret.Name {
+			for _, m := range manager.VolumeMounts {
+				if m.Name == v.Name {
+					mounted = m.MountPath
+				}
+			}
+		}
+	}
+	if mounted != "/tmp/k8s-webhook-server/serving-certs" {
+		t.Errorf("The Secret %s is mounted at %q, want the default certificate directory", secret.Name, mounted)
+	}
+	grants := func(rules []rbacv1.PolicyRule, resource, name string) bool {
+		return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.Resources, resource) && slices.Contains(r.ResourceNames, name) && slices.Contains(r.Verbs, "update")
+		})
+	}
+	if !grants(role.Rules, "validatingwebhookconfigurations", vwc.Name) {
+		t.Errorf("The ClusterRole does not let the operator update %s", vwc.Name)
+	}
+	if !grants(nsRole.Rules, "secrets", secret.Name) {
+		t.Errorf("The Role of %s does not let the operator update Secret %s", deployment.Namespace, secret.Name)
+	}
 }

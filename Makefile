@@ -64,9 +64,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code.
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests under config/.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) webhook paths=./controllers/... output:webhook:artifacts:config=config/webhook
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -110,8 +111,8 @@ bin/kube-scheduler: $(GO_SOURCES) go.mod go.sum
 	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $@ ./scheduler
 
 .PHONY: run
-run: manifests ## Run the operator against the current kubeconfig.
-	OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) RELATED_IMAGE_SCHEDULER=$(IMG) go run . --leader-elect=false
+run: manifests ## Run the operator against the current kubeconfig, without its webhook (the apiserver cannot reach it).
+	OPERATOR_NAMESPACE=$(OPERATOR_NAMESPACE) RELATED_IMAGE_SCHEDULER=$(IMG) go run . --leader-elect=false --enable-webhook=false
 
 .PHONY: install
 install: manifests ## Install the CRD into the cluster of the current kubeconfig.

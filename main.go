@@ -53,10 +53,22 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; 0 disables it.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to.")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Enable leader election, so that only one operator replica reconciles.")
+	enableWebhook := fs.Bool("enable-webhook", true, "Serve the validating admission webhook of SchedulerProfiles and Schedulers; false when the apiserver cannot reach the operator (make run).")
+	disableRotation := fs.Bool("disable-cert-rotation", false, "Do not create and renew the webhook's serving certificate: it is provided in --webhook-cert-dir (OLM does so).")
+	wh := controllers.WebhookOptions{}
+	fs.IntVar(&wh.Port, "webhook-port", controllers.DefaultWebhookPort, "The port the webhook is served on.")
+	fs.StringVar(&wh.CertDir, "webhook-cert-dir", "", "The directory of the webhook's tls.crt and tls.key (default <temp dir>/k8s-webhook-server/serving-certs).")
+	fs.StringVar(&wh.SecretName, "webhook-cert-secret", controllers.DefaultWebhookSecret, "The Secret, in the operator's namespace, that holds the rotated certificate.")
+	fs.StringVar(&wh.ConfigName, "webhook-config-name", controllers.DefaultWebhookConfigName, "The ValidatingWebhookConfiguration whose caBundle the rotation sets.")
+	fs.StringVar(&wh.ServiceName, "webhook-service-name", controllers.DefaultWebhookServiceName, "The Service, in the operator's namespace, that the certificate is issued for.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return opts, nil, err
+	}
+	if *enableWebhook {
+		wh.CertRotation = !*disableRotation
+		opts.Webhook = &wh
 	}
 	if opts.Namespace = getenv("OPERATOR_NAMESPACE"); opts.Namespace == "" {
 		return opts, nil, fmt.Errorf("OPERATOR_NAMESPACE must name the namespace of the managed schedulers")

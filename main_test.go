@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
@@ -15,6 +17,14 @@ import (
 
 func TestManagerOptions(t *testing.T) {
 	env := map[string]string{"OPERATOR_NAMESPACE": "ops", "RELATED_IMAGE_SCHEDULER": "example.com/spo:v1"}
+	rotating := &controllers.WebhookOptions{
+		Port: 9443, CertRotation: true, SecretName: "scheduler-profile-operator-webhook-server-cert",
+		ConfigName: "scheduler-profile-operator-validating-webhook-configuration", ServiceName: "scheduler-profile-operator-webhook-service",
+	}
+	provided := &controllers.WebhookOptions{
+		Port: 8443, CertDir: "/certs", SecretName: "scheduler-profile-operator-webhook-server-cert",
+		ConfigName: "scheduler-profile-operator-validating-webhook-configuration", ServiceName: "scheduler-profile-operator-webhook-service",
+	}
 	tests := []struct {
 		name    string
 		args    []string
@@ -25,13 +35,25 @@ func TestManagerOptions(t *testing.T) {
 		{
 			name: "defaults",
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081"},
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081", Webhook: rotating},
 		},
 		{
 			name: "flags",
 			args: []string{"--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=:9090", "--zap-devel"},
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: "0", HealthProbeBindAddress: ":9090", LeaderElection: true},
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: "0", HealthProbeBindAddress: ":9090", LeaderElection: true, Webhook: rotating},
+		},
+		{
+			name: "webhook off",
+			args: []string{"--enable-webhook=false"},
+			env:  env,
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081"},
+		},
+		{
+			name: "certificate provided (OLM)",
+			args: []string{"--disable-cert-rotation", "--webhook-port=8443", "--webhook-cert-dir=/certs"},
+			env:  env,
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081", Webhook: provided},
 		},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
 		{name: "no scheduler image", env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, wantErr: "RELATED_IMAGE_SCHEDULER must name"},
@@ -92,5 +114,13 @@ func TestManagerDeploymentArgs(t *testing.T) {
 	}
 	if !got.LeaderElection {
 		t.Errorf("The Deployment runs the operator without leader election (args %q)", c.Args)
+	}
+	// The rotated certificate is read where the Deployment mounts its Secret.
+	if got.Webhook == nil || !got.Webhook.CertRotation {
+		t.Fatalf("The Deployment runs the operator without its webhook or without certificate rotation (args %q)", c.Args)
+	}
+	const certDir = "/tmp/k8s-webhook-server/serving-certs"
+	if got.Webhook.CertDir != "" || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == certDir }) {
+		t.Errorf("The operator reads its certificate from %q (default: %s); the Deployment mounts %v", got.Webhook.CertDir, certDir, c.VolumeMounts)
 	}
 }

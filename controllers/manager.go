@@ -29,6 +29,8 @@ type ManagerOptions struct {
 	HealthProbeBindAddress string
 	// LeaderElection lets only one replica of the operator reconcile at a time.
 	LeaderElection bool
+	// Webhook serves the validating admission webhook; nil turns it off.
+	Webhook *WebhookOptions
 }
 
 // NewScheme knows the types the operator reads and writes: client-go's and SchedulerProfiles.
@@ -42,7 +44,7 @@ func NewScheme() *runtime.Scheme {
 // ControllerRuntimeOptions returns the options of the operator's manager: its scheme, a cache of
 // only the objects it manages (CacheOptions), its endpoints and its leader election.
 func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
-	return ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   CacheOptions(o.Namespace),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -51,9 +53,14 @@ func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.Namespace,
 	}
+	if o.Webhook != nil {
+		opts.WebhookServer = o.Webhook.server()
+	}
+	return opts
 }
 
-// SetupManager adds the SchedulerProfile controller and the health and readiness checks to mgr.
+// SetupManager adds the SchedulerProfile and Scheduler controllers, the validating webhook (when
+// o.Webhook is set) and the health and readiness checks to mgr.
 //
 // It also sends klog's output to mgr's logger at debug level: validation builds kube-scheduler's
 // framework, which logs through klog at info level on every pass, and those lines are details of
@@ -77,6 +84,9 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if o.Webhook != nil {
+		return setupWebhook(mgr, o)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -20,6 +21,8 @@ type member struct {
 	conflictWith string
 	// invalid is the validator's message when the latest spec would not start.
 	invalid string
+	// errs are the same errors with their fields, for the admission webhook.
+	errs field.ErrorList
 	// queueSortConflict is upstream's message when the latest spec sorts the queue unlike the
 	// oldest member.
 	queueSortConflict string
@@ -65,13 +68,19 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	if err != nil {
 		return nil, err
 	}
+	return r.planMembers(s, proc, list.Items, running)
+}
+
+// planMembers is planScheduler with the profiles and the running entries given: the admission
+// webhook plans with the profile under review in place of the stored one.
+func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile) (*plan, error) {
 	pl := &plan{}
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range all {
+		p := &all[i]
 		if p.Spec.SchedulerRef.Name == "" || p.Spec.SchedulerRef.Name != s.Name || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := r.checkMember(p, list.Items, proc)
+		m := r.checkMember(p, all, proc)
 		if m.refused() {
 			m.entry = running[p.Name]
 		}
@@ -86,6 +95,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 		}
 	}
 	if len(entries) > 0 {
+		var err error
 		if pl.config, err = profile.RenderProcess(processSettings(proc, r.settings), entries); err != nil {
 			return nil, err
 		}
@@ -101,11 +111,11 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 	}
 	entry, cfg, err := renderAlone(p, proc, r.settings)
 	if err != nil {
-		m.invalid = err.Error()
+		m.invalid, m.errs = err.Error(), renderErrors(err)
 		return m
 	}
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
-		m.invalid = errs.ToAggregate().Error()
+		m.invalid, m.errs = errs.ToAggregate().Error(), errs
 		return m
 	}
 	m.entry = &entry

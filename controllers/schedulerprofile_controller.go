@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -198,13 +199,9 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.secretMissing, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secretMissing != "" {
 		return obs, err
 	}
-	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.namespace, CASecrets: proc.secrets.withCA})
-	if err != nil {
-		obs.invalid = err.Error()
-		return obs, nil
-	}
-	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
-		obs.invalid = errs.ToAggregate().Error()
+	cfg, invalid, _ := checkDedicated(p, proc, r.settings)
+	if invalid != "" {
+		obs.invalid = invalid
 		return obs, nil
 	}
 	if obs.apiMissing, err = missingAPI(r.apis, proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
@@ -264,4 +261,18 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		return r.removeProcess(ctx, dedicatedProcess(p, obs.schedulerName))
 	}
 	return nil
+}
+
+// checkDedicated renders and validates the configuration of a profile that runs its own
+// scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
+// status, errs the same errors with their fields.
+func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (cfg *profile.Config, invalid string, errs field.ErrorList) {
+	cfg, err := profile.Render(p, profile.Settings{Namespace: s.namespace, CASecrets: proc.secrets.withCA})
+	if err != nil {
+		return nil, err.Error(), renderErrors(err)
+	}
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
+		return nil, errs.ToAggregate().Error(), errs
+	}
+	return cfg, "", nil
 }

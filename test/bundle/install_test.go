@@ -191,7 +191,12 @@ func TestOLMInstallSimulated(t *testing.T) {
 		return operatorClient.List(ctx, &schedulingv1alpha1.SchedulerProfileList{})
 	})
 
-	operator := framework.StartOperator(t, operatorCfg, controllers.ManagerOptions{Namespace: namespace, SchedulerImage: image, LeaderElection: true})
+	if !slices.Contains(container.Args, "--disable-cert-rotation") {
+		t.Errorf("The operator's args %q lack --disable-cert-rotation: OLM provides the webhook's certificate", container.Args)
+	}
+	webhook := installOLMWebhooks(t, csv, namespace, create)
+	operator := framework.StartOperator(t, operatorCfg, controllers.ManagerOptions{Namespace: namespace, SchedulerImage: image, LeaderElection: true, Webhook: webhook})
+	refusedByWebhook(t, adminClient)
 
 	profile := sampleProfile(t, csv, "binpack")
 	if err := adminClient.Create(ctx, profile); err != nil {

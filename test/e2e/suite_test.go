@@ -91,7 +91,11 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if operator, err = framework.Start(cfg, controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: operatorenv.SchedulerImage}); err != nil {
+	webhook, err := setUpWebhook(ctx, paths.Root, filepath.Join(workDir, "webhook"))
+	if err != nil {
+		return err
+	}
+	if operator, err = framework.Start(cfg, controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: operatorenv.SchedulerImage, Webhook: webhook}); err != nil {
 		return err
 	}
 	runner = schedrunner.New(schedrunner.Options{

@@ -1,0 +1,265 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// The validating webhook of both kinds, for CREATE and UPDATE only: a delete or a status write
+// is never sent to it. `make manifests` generates config/webhook from these markers.
+// +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-schedulerprofile,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulerprofiles,verbs=create;update,versions=v1alpha1,name=schedulerprofiles.scheduling.schedops.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-scheduler,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulers,verbs=create;update,versions=v1alpha1,name=schedulers.scheduling.schedops.io,admissionReviewVersions=v1
+
+// lowPercentageOfNodesToScore is the percentageOfNodesToScore below which a profile gets a
+// warning: upstream's adaptive default never goes below 5%, and only in clusters of thousands of
+// nodes.
+const lowPercentageOfNodesToScore = 10
+
+// profileValidator is the admission check of SchedulerProfiles: what the reconciler would make
+// of the profile, refused before it is stored. Only what the object itself decides is refused; a
+// missing Scheduler or an API the cluster does not serve can change after admission and is
+// reported in the status.
+type profileValidator struct {
+	processObjects
+}
+
+var _ admission.Validator[*schedulingv1alpha1.SchedulerProfile] = &profileValidator{}
+
+// ValidateCreate checks a new profile, which is younger than every stored one: it loses a
+// scheduler name conflict.
+func (v *profileValidator) ValidateCreate(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (admission.Warnings, error) {
+	p = p.DeepCopy()
+	p.CreationTimestamp = metav1.Now()
+	return v.validate(ctx, p)
+}
+
+// ValidateUpdate checks a changed spec. An update that leaves the spec as it is (labels,
+// finalizers, a deletion) is not refused, so that a profile stored before the webhook ran can
+// still be labelled or deleted.
+func (v *profileValidator) ValidateUpdate(ctx context.Context, old, p *schedulingv1alpha1.SchedulerProfile) (admission.Warnings, error) {
+	if p.DeletionTimestamp != nil || equality.Semantic.DeepEqual(old.Spec, p.Spec) {
+		return nil, nil
+	}
+	return v.validate(ctx, p)
+}
+
+// ValidateDelete allows every delete; the webhook configuration does not send them.
+func (v *profileValidator) ValidateDelete(context.Context, *schedulingv1alpha1.SchedulerProfile) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (admission.Warnings, error) {
+	var list schedulingv1alpha1.SchedulerProfileList
+	if err := v.client.List(ctx, &list); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("listing SchedulerProfiles: %w", err))
+	}
+	// The profile under review takes the place of its stored version.
+	all := slices.DeleteFunc(list.Items, func(other schedulingv1alpha1.SchedulerProfile) bool { return other.Name == p.Name })
+	all = append(all, *p)
+	warnings := profileWarnings(p)
+	var errs field.ErrorList
+	if p.Spec.SchedulerRef.Name == "" {
+		errs = v.checkDedicatedProfile(p, all)
+	} else {
+		var more admission.Warnings
+		var err error
+		if errs, more, err = v.checkMemberProfile(ctx, p, all); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		warnings = append(warnings, more...)
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("SchedulerProfile").GroupKind(), p.Name, errs)
+	}
+	return warnings, nil
+}
+
+// checkDedicatedProfile runs the reconciler's checks of a profile with a scheduler of its own.
+func (v *profileValidator) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) field.ErrorList {
+	name := profile.SchedulerName(p)
+	if older := conflictingProfile(p, all, name); older != "" {
+		return field.ErrorList{nameConflict(p, name, older)}
+	}
+	_, _, errs := checkDedicated(p, dedicatedProcess(p, name), v.settings)
+	return errs
+}
+
+// checkMemberProfile plans the profile's Scheduler with the profile as it would be stored, as
+// both reconcilers plan it, and refuses what the plan refuses: a name conflict, the member alone
+// (with the Scheduler's extenders and gates), a queue sort unlike the oldest member's, and a
+// combined configuration the scheduler would not start. A Scheduler that does not exist yet is
+// planned with default settings, and is only a warning.
+func (v *profileValidator) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) (field.ErrorList, admission.Warnings, error) {
+	var warnings admission.Warnings
+	ref := p.Spec.SchedulerRef.Name
+	s := &schedulingv1alpha1.Scheduler{}
+	if err := v.client.Get(ctx, client.ObjectKey{Name: ref}, s); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, nil, fmt.Errorf("reading Scheduler %s: %w", ref, err)
+		}
+		s = &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: ref}}
+		warnings = append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q does not exist; the profile is not served until it is created", ref))
+	}
+	proc := sharedProcess(s)
+	d, err := v.liveDeployment(ctx, proc)
+	if err != nil {
+		return nil, nil, err
+	}
+	running, err := v.runningEntries(ctx, s, proc, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	pl, err := v.planMembers(s, proc, all, running)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := pl.member(p.Name)
+	switch {
+	case m.conflictWith != "":
+		return field.ErrorList{nameConflict(p, m.schedulerName, m.conflictWith)}, warnings, nil
+	case len(m.errs) > 0:
+		return m.errs, warnings, nil
+	case m.queueSortConflict != "":
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "plugins", "queueSort"), field.OmitValueType{},
+			fmt.Sprintf("the profiles of Scheduler %s must sort the queue alike, and its oldest member sorts it otherwise: %s", s.Name, m.queueSortConflict))}, warnings, nil
+	}
+	if pl.config != nil {
+		if err := profile.ValidateProcess(pl.config.YAML, proc.run.FeatureGates); err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{},
+				fmt.Sprintf("the scheduler would refuse the combined configuration of Scheduler %s with this profile: %v", s.Name, err))}, warnings, nil
+		}
+	}
+	return nil, warnings, nil
+}
+
+// nameConflict is the error of a profile whose scheduler name an older profile claims, at the
+// field that sets the name.
+func nameConflict(p *schedulingv1alpha1.SchedulerProfile, name, older string) *field.Error {
+	path := field.NewPath("spec", "schedulerName")
+	if p.Spec.SchedulerName == "" {
+		path = field.NewPath("metadata", "name")
+	}
+	return field.Invalid(path, name, fmt.Sprintf("the scheduler name is already used by SchedulerProfile %s", older))
+}
+
+// profileWarnings are the valid but risky settings of a profile.
+func profileWarnings(p *schedulingv1alpha1.SchedulerProfile) admission.Warnings {
+	warnings := extenderWarnings(p.Spec.Extenders)
+	if pct := p.Spec.PercentageOfNodesToScore; pct != nil && *pct > 0 && *pct < lowPercentageOfNodesToScore {
+		warnings = append(warnings, fmt.Sprintf("spec.percentageOfNodesToScore: %d%% scores few of the feasible nodes in a large cluster, so pods can land on poorly scored nodes; 0 (the default) lets the scheduler adapt it to the cluster's size", *pct))
+	}
+	return warnings
+}
+
+// extenderWarnings warn of filter extenders that are not ignorable: while one is unreachable,
+// the scheduler schedules no pod at all.
+func extenderWarnings(extenders []schedulingv1alpha1.Extender) admission.Warnings {
+	var warnings admission.Warnings
+	for i, e := range extenders {
+		if e.FilterVerb != nil && *e.FilterVerb != "" && (e.Ignorable == nil || !*e.Ignorable) {
+			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d]: a filter extender that is not ignorable stops all scheduling of this scheduler while it is unreachable; set ignorable: true unless every pod must pass it", i))
+		}
+	}
+	return warnings
+}
+
+// schedulerValidator is the admission check of Schedulers: their own settings (feature gates,
+// extenders) as the scheduler checks them, and the combined configuration with their members.
+// A member that the new settings would refuse only gets a warning: members fail alone.
+type schedulerValidator struct {
+	processObjects
+}
+
+var _ admission.Validator[*schedulingv1alpha1.Scheduler] = &schedulerValidator{}
+
+// ValidateCreate checks a new Scheduler with the profiles that already name it.
+func (v *schedulerValidator) ValidateCreate(ctx context.Context, s *schedulingv1alpha1.Scheduler) (admission.Warnings, error) {
+	return v.validate(ctx, s)
+}
+
+// ValidateUpdate checks a changed spec; as for profiles, an update that leaves the spec as it is
+// is not refused.
+func (v *schedulerValidator) ValidateUpdate(ctx context.Context, old, s *schedulingv1alpha1.Scheduler) (admission.Warnings, error) {
+	if s.DeletionTimestamp != nil || equality.Semantic.DeepEqual(old.Spec, s.Spec) {
+		return nil, nil
+	}
+	return v.validate(ctx, s)
+}
+
+// ValidateDelete allows every delete; the webhook configuration does not send them.
+func (v *schedulerValidator) ValidateDelete(context.Context, *schedulingv1alpha1.Scheduler) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1.Scheduler) (admission.Warnings, error) {
+	proc := sharedProcess(s)
+	warnings := extenderWarnings(s.Spec.Extenders)
+	// The Scheduler's own settings are checked with a profile of upstream's defaults, which is
+	// valid by itself: what is refused is the Scheduler's.
+	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
+	_, cfg, err := renderAlone(placeholder, proc, v.settings)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
+	}
+	more, errs, err := v.checkMembers(ctx, s, proc)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	warnings = append(warnings, more...)
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
+	}
+	return warnings, nil
+}
+
+// checkMembers plans the Scheduler with its members as its reconciler does.
+func (v *schedulerValidator) checkMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process) (admission.Warnings, field.ErrorList, error) {
+	var list schedulingv1alpha1.SchedulerProfileList
+	if err := v.client.List(ctx, &list); err != nil {
+		return nil, nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
+	}
+	d, err := v.liveDeployment(ctx, proc)
+	if err != nil {
+		return nil, nil, err
+	}
+	running, err := v.runningEntries(ctx, s, proc, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	pl, err := v.planMembers(s, proc, list.Items, running)
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings admission.Warnings
+	for _, m := range pl.members {
+		if m.invalid != "" {
+			warnings = append(warnings, fmt.Sprintf("SchedulerProfile %s is refused with these settings and is not served: %s", m.profile.Name, m.invalid))
+		}
+	}
+	if pl.config != nil {
+		if err := profile.ValidateProcess(pl.config.YAML, proc.run.FeatureGates); err != nil {
+			return warnings, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{},
+				"the scheduler would refuse the combined configuration of the members with these settings: "+err.Error())}, nil
+		}
+	}
+	return warnings, nil, nil
+}
+
+// renderErrors places an error of rendering (args that are not a JSON object) on the spec.
+func renderErrors(err error) field.ErrorList {
+	return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
+}

@@ -1,0 +1,228 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
+
+// admissionObjects are the webhook's reads, on a fake client holding objs.
+func admissionObjects(objs ...client.Object) processObjects {
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
+	return processObjects{client: c, settings: settings{namespace: "ops", image: "example.com/spo:v1"}}
+}
+
+// createdAt sets a stored object's creation time, which decides name and queue-sort conflicts.
+func createdAt[T client.Object](obj T, minutesAgo int) T {
+	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-time.Duration(minutesAgo) * time.Minute)))
+	return obj
+}
+
+// causes lists the field errors of a refusal as kubectl prints them ("field: message").
+func causes(t *testing.T, err error) []string {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+		t.Fatalf("error %v is not an Invalid status error", err)
+	}
+	var out []string
+	for _, c := range status.Status().Details.Causes {
+		out = append(out, c.Field+": "+c.Message)
+	}
+	return out
+}
+
+func TestProfileValidatorCreate(t *testing.T) {
+	queueSortPrioritySort := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
+		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
+	}}
+	tests := []struct {
+		name    string
+		stored  []client.Object
+		profile *schedulingv1alpha1.SchedulerProfile
+		// wantCauses are the refusal's fields and messages (prefixes of the messages).
+		wantCauses   []string
+		wantWarnings []string
+	}{
+		{name: "valid", profile: testutil.MakeProfile("ok").Obj()},
+		{name: "invalid args",
+			profile:    testutil.MakeProfile("bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj(),
+			wantCauses: []string{`spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`}},
+		{name: "every error is listed",
+			profile:    testutil.MakeProfile("bad").PluginConfig("InterPodAffinity", `{"a":1,"b":2}`).Obj(),
+			wantCauses: []string{`spec.pluginConfig[0].args.a: Forbidden: unknown field`, `spec.pluginConfig[0].args.b: Forbidden: unknown field`}},
+		{name: "scheduler name of an older profile",
+			stored:     []client.Object{createdAt(testutil.MakeProfile("first").SchedulerName("team").Obj(), 5)},
+			profile:    testutil.MakeProfile("second").SchedulerName("team").Obj(),
+			wantCauses: []string{`spec.schedulerName: Invalid value: "team": the scheduler name is already used by SchedulerProfile first`}},
+		{name: "defaulted scheduler name of an older profile",
+			stored:     []client.Object{createdAt(testutil.MakeProfile("first").SchedulerName("team").Obj(), 5)},
+			profile:    testutil.MakeProfile("team").Obj(),
+			wantCauses: []string{`metadata.name: Invalid value: "team": the scheduler name is already used by SchedulerProfile first`}},
+		{name: "bad feature gate",
+			profile:    testutil.MakeProfile("gates").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{"NoSuchGate": true}}).Obj(),
+			wantCauses: []string{`spec.scheduler.featureGates.NoSuchGate: `}},
+		{name: "member of a missing Scheduler: warning only",
+			profile:      testutil.MakeProfile("m").SchedulerRef("later").Obj(),
+			wantWarnings: []string{`spec.schedulerRef.name: Scheduler "later" does not exist`}},
+		{name: "invalid member of a missing Scheduler",
+			profile:      testutil.MakeProfile("m").SchedulerRef("later").PluginConfig("NodeResourcesFit", invalidScoring).Obj(),
+			wantCauses:   []string{`spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`},
+			wantWarnings: []string{`spec.schedulerRef.name: Scheduler "later" does not exist`}},
+		{name: "member that sorts the queue unlike the oldest member",
+			stored: []client.Object{
+				createdAt(testutil.MakeScheduler("shared").Obj(), 10),
+				createdAt(testutil.MakeProfile("oldest").SchedulerRef("shared").Obj(), 10),
+			},
+			profile: func() *schedulingv1alpha1.SchedulerProfile {
+				p := testutil.MakeProfile("younger").SchedulerRef("shared").Obj()
+				p.Spec.Plugins = queueSortPrioritySort
+				return p
+			}(),
+			wantCauses: []string{`spec.plugins.queueSort: Invalid value: the profiles of Scheduler shared must sort the queue alike`}},
+		{name: "member whose scheduler name an older dedicated profile has",
+			stored: []client.Object{
+				createdAt(testutil.MakeScheduler("shared").Obj(), 10),
+				createdAt(testutil.MakeProfile("alone").SchedulerName("x").Obj(), 10),
+			},
+			profile:    testutil.MakeProfile("member").SchedulerRef("shared").SchedulerName("x").Obj(),
+			wantCauses: []string{`spec.schedulerName: Invalid value: "x": the scheduler name is already used by SchedulerProfile alone`}},
+		{name: "member with the Scheduler's extender, which is invalid",
+			stored: []client.Object{
+				createdAt(testutil.MakeScheduler("shared").Extender(schedulingv1alpha1.Extender{URLPrefix: "http://a", PrioritizeVerb: ptr.To("prioritize")}).Obj(), 10),
+			},
+			profile:    testutil.MakeProfile("member").SchedulerRef("shared").Obj(),
+			wantCauses: []string{`spec.extenders[0].weight: Invalid value: 0: must have a positive weight`}},
+		{name: "warnings of risky settings",
+			profile: func() *schedulingv1alpha1.SchedulerProfile {
+				p := testutil.MakeProfile("risky").Obj()
+				p.Spec.PercentageOfNodesToScore = ptr.To[int32](5)
+				p.Spec.Extenders = []schedulingv1alpha1.Extender{
+					{URLPrefix: "http://a", FilterVerb: ptr.To("filter")},
+					{URLPrefix: "http://b", FilterVerb: ptr.To("filter"), Ignorable: ptr.To(true)},
+				}
+				return p
+			}(),
+			wantWarnings: []string{
+				`spec.extenders[0]: a filter extender that is not ignorable stops all scheduling`,
+				`spec.percentageOfNodesToScore: 5% scores few of the feasible nodes`,
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &profileValidator{admissionObjects(tc.stored...)}
+			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
+			assertPrefixes(t, "causes", causes(t, err), tc.wantCauses)
+			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
+		})
+	}
+}
+
+// assertPrefixes checks that got has as many entries as want, each starting with its want.
+func assertPrefixes(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = strings.HasPrefix(got[i], want[i])
+	}
+	if !ok {
+		t.Errorf("%s:\n  got:  %q\n  want: %q (prefixes)", what, got, want)
+	}
+}
+
+func TestProfileValidatorUpdate(t *testing.T) {
+	stored := createdAt(testutil.MakeProfile("team").Obj(), 10)
+	youngerClaimant := createdAt(testutil.MakeProfile("younger").SchedulerName("team").Obj(), 1)
+	v := &profileValidator{admissionObjects(stored, youngerClaimant)}
+	ctx := t.Context()
+
+	broken := stored.DeepCopy()
+	broken.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodeResourcesFit"}}
+	broken.Spec.PluginConfig[0].Args.Raw = []byte(invalidScoring)
+	if _, err := v.ValidateUpdate(ctx, stored, broken); !apierrors.IsInvalid(err) {
+		t.Errorf("An update that breaks the profile: error %v, want Invalid", err)
+	}
+
+	// The older profile keeps its name: the younger claimant is the one in conflict.
+	relabelled := stored.DeepCopy()
+	relabelled.Spec.PercentageOfNodesToScore = ptr.To[int32](50)
+	if _, err := v.ValidateUpdate(ctx, stored, relabelled); err != nil {
+		t.Errorf("An update of the older claimant of a name: %v", err)
+	}
+
+	// A profile stored invalid (before the webhook ran) can still be labelled and deleted.
+	labelled := broken.DeepCopy()
+	labelled.Labels = map[string]string{"team": "a"}
+	if _, err := v.ValidateUpdate(ctx, broken, labelled); err != nil {
+		t.Errorf("A metadata-only update of an invalid profile: %v", err)
+	}
+	deleting := broken.DeepCopy()
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	deleting.Spec.PercentageOfNodesToScore = ptr.To[int32](50)
+	if _, err := v.ValidateUpdate(ctx, broken, deleting); err != nil {
+		t.Errorf("An update of a profile being deleted: %v", err)
+	}
+}
+
+func TestSchedulerValidator(t *testing.T) {
+	member := createdAt(testutil.MakeProfile("m").SchedulerRef("shared").Obj(), 5)
+	tests := []struct {
+		name         string
+		scheduler    *schedulingv1alpha1.Scheduler
+		wantCauses   []string
+		wantWarnings []string
+	}{
+		{name: "valid", scheduler: testutil.MakeScheduler("shared").Obj()},
+		{name: "bad feature gate",
+			scheduler: func() *schedulingv1alpha1.Scheduler {
+				s := testutil.MakeScheduler("shared").Obj()
+				s.Spec.FeatureGates = map[string]bool{"NoSuchGate": true}
+				return s
+			}(),
+			wantCauses: []string{`spec.featureGates.NoSuchGate: `}},
+		{name: "invalid extender",
+			scheduler:  testutil.MakeScheduler("shared").Extender(schedulingv1alpha1.Extender{URLPrefix: "http://a", PrioritizeVerb: ptr.To("prioritize")}).Obj(),
+			wantCauses: []string{`spec.extenders[0].weight: Invalid value: 0: must have a positive weight`}},
+		{name: "filter extender that is not ignorable",
+			scheduler:    testutil.MakeScheduler("shared").Extender(schedulingv1alpha1.Extender{URLPrefix: "http://a", FilterVerb: ptr.To("filter")}).Obj(),
+			wantWarnings: []string{`spec.extenders[0]: a filter extender that is not ignorable`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &schedulerValidator{admissionObjects(member)}
+			warnings, err := v.ValidateCreate(t.Context(), tc.scheduler)
+			assertPrefixes(t, "causes", causes(t, err), tc.wantCauses)
+			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
+		})
+	}
+}
+
+// TestValidatorsAllowDelete: deletes are not sent (the configuration's rules), and if they were,
+// they would pass.
+func TestValidatorsAllowDelete(t *testing.T) {
+	ctx := context.Background()
+	broken := testutil.MakeProfile("bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
+	if _, err := (&profileValidator{admissionObjects(broken)}).ValidateDelete(ctx, broken); err != nil {
+		t.Errorf("Delete of a profile refused: %v", err)
+	}
+	if _, err := (&schedulerValidator{admissionObjects(broken)}).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
+		t.Errorf("Delete of a Scheduler refused: %v", err)
+	}
+}

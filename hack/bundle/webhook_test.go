@@ -1,0 +1,134 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// webhookObjects are what config/webhook adds: a configuration calling a Service, the Service
+// targeting the operator's named port, and the certificate Secret.
+const webhookObjects = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: op-validating}
+webhooks:
+- name: widgets.example.com
+  admissionReviewVersions: [v1]
+  clientConfig: {service: {name: op-webhook, namespace: op-system, path: /validate-widget}}
+  failurePolicy: Fail
+  matchPolicy: Equivalent
+  sideEffects: None
+  timeoutSeconds: 5
+  rules:
+  - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [widgets]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: op-webhook, namespace: op-system}
+spec:
+  ports: [{name: webhook, port: 443, targetPort: webhook}]
+  selector: {app: op}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: op-webhook-cert, namespace: op-system}
+`
+
+// withWebhook is the input with config/webhook's objects and the Deployment serving the webhook
+// with the Secret mounted.
+func withWebhook(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	objs := readInput(t)
+	d := find(t, objs, "Deployment", "op-system")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	manager := containers[0].(map[string]any)
+	manager["ports"] = append(manager["ports"].([]any), map[string]any{"name": "webhook", "containerPort": int64(9443)})
+	manager["volumeMounts"] = []any{map[string]any{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs", "readOnly": true}}
+	manager["args"] = []any{"--leader-elect"}
+	if err := unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+		t.Fatal(err)
+	}
+	volumes := []any{map[string]any{"name": "cert", "secret": map[string]any{"secretName": "op-webhook-cert"}}}
+	if err := unstructured.SetNestedSlice(d.Object, volumes, "spec", "template", "spec", "volumes"); err != nil {
+		t.Fatal(err)
+	}
+	more, err := decodeObjects(strings.NewReader(webhookObjects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(objs, more...)
+}
+
+// TestGenerateWebhook: the configuration becomes the CSV's webhookdefinitions, served by the
+// Deployment on the port the Service targets; OLM provides the certificate, so the CSV's
+// Deployment neither mounts the Secret nor rotates.
+func TestGenerateWebhook(t *testing.T) {
+	in, err := classify(withWebhook(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv, err := buildCSV(in, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []operatorsv1alpha1.WebhookDescription{{
+		GenerateName:            "widgets.example.com",
+		Type:                    operatorsv1alpha1.ValidatingAdmissionWebhook,
+		DeploymentName:          "op-manager",
+		ContainerPort:           443,
+		TargetPort:              ptr.To(intstr.FromInt32(9443)),
+		Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE", "UPDATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}}},
+		FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+		MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To[int32](5),
+		AdmissionReviewVersions: []string{"v1"},
+		WebhookPath:             ptr.To("/validate-widget"),
+	}}
+	if diff := cmp.Diff(want, csv.Spec.WebhookDefinitions); diff != "" {
+		t.Errorf("webhookdefinitions (-want +got):\n%s", diff)
+	}
+	pod := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec
+	if pod.Volumes != nil || pod.Containers[0].VolumeMounts != nil {
+		t.Errorf("The CSV's Deployment mounts the certificate Secret: volumes %v, mounts %v", pod.Volumes, pod.Containers[0].VolumeMounts)
+	}
+	if diff := cmp.Diff([]string{"--leader-elect", "--disable-cert-rotation"}, pod.Containers[0].Args); diff != "" {
+		t.Errorf("The CSV's operator args (-want +got):\n%s", diff)
+	}
+}
+
+func TestGenerateWebhookRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		edit    func(*testing.T, []*unstructured.Unstructured) []*unstructured.Unstructured
+		wantErr string
+	}{
+		{name: "a Service no webhook calls",
+			edit: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+				return without(objs, "ValidatingWebhookConfiguration", "")
+			},
+			wantErr: `Service "op-webhook": no place in the bundle`},
+		{name: "a certificate Secret the Deployment does not mount",
+			edit: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+				d := find(t, objs, "Deployment", "op-system")
+				unstructured.RemoveNestedField(d.Object, "spec", "template", "spec", "volumes")
+				return objs
+			},
+			wantErr: `mounts no volume of the webhook's certificate Secret "op-webhook-cert"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := generate(tc.edit(t, withWebhook(t)), testOptions)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("generate: got error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+)
+
+// webhookLabel selects the profiles the webhook reviews on the local cluster: the other tests
+// apply invalid profiles on purpose, to see what the reconciler makes of them.
+const webhookLabel = "e2e.schedops.io/webhook"
+
+// setUpWebhook installs the generated webhook configuration (config/webhook) for the operator
+// that runs in this process. The local cluster has no Service network, so it calls the operator
+// by URL on localhost, with a certificate of the test's own CA; and only for profiles labelled
+// webhookLabel. It returns the operator's webhook settings.
+func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOptions, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	l, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		return nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := yaml.Unmarshal(data, vwc); err != nil {
+		return nil, fmt.Errorf("reading config/webhook/manifests.yaml: %w", err)
+	}
+	for i := range vwc.Webhooks {
+		w := &vwc.Webhooks[i]
+		url := fmt.Sprintf("https://localhost:%d%s", port, *w.ClientConfig.Service.Path)
+		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: certPEM}
+		w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}}
+	}
+	if err := k8s.Create(ctx, vwc); err != nil {
+		return nil, fmt.Errorf("installing the webhook configuration: %w", err)
+	}
+	return &controllers.WebhookOptions{Host: "localhost", Port: port, CertDir: dir}, nil
+}
+
+// TestKubectlApplyRefused: `kubectl apply -f` of a broken profile exits non-zero and prints the
+// field error, and stores nothing; `--dry-run=server` does the same; a valid profile applies.
+func TestKubectlApplyRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const header = "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata:\n  labels: {" + webhookLabel + ": \"true\"}\n"
+	broken := write("broken.yaml", header+`  name: e2e-broken
+spec:
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: Most}}
+`)
+	valid := write("valid.yaml", header+`  name: e2e-admitted
+spec:
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`)
+	const fieldError = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
+
+	for _, args := range [][]string{{"apply", "--dry-run=server", "-f", broken}, {"apply", "-f", broken}} {
+		out, err := kubectl(t, args...)
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		if err == nil {
+			t.Errorf("kubectl %s exited 0", strings.Join(args, " "))
+		}
+		if !strings.Contains(out, fieldError) || !strings.Contains(out, `The SchedulerProfile "e2e-broken" is invalid: `) {
+			t.Errorf("kubectl %s printed no field error %q", strings.Join(args, " "), fieldError)
+		}
+	}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: "e2e-broken"}, &schedulingv1alpha1.SchedulerProfile{}); !apierrors.IsNotFound(err) {
+		t.Errorf("The broken profile after the refused applies: %v, want NotFound", err)
+	}
+
+	if out, err := kubectl(t, "apply", "-f", valid); err != nil {
+		t.Fatalf("kubectl apply of a valid profile: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectl(t, "delete", "--ignore-not-found", "-f", valid) })
+	waitCondition(t, "e2e-admitted", schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, schedulingv1alpha1.ReasonConfigAccepted, 30*time.Second)
+}
+
+// kubectl runs kubectl on the local cluster and returns its combined output.
+func kubectl(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", cluster.Kubeconfig()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,51 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// TestOperatorDown: with the webhook unreachable (a configuration calling a port nothing serves,
+// for labelled profiles only), an apply of a profile fails with the apiserver's message naming
+// the webhook, failurePolicy Fail; other kinds are not sent to it and are unaffected, and a
+// profile can still be deleted.
+func TestOperatorDown(t *testing.T) {
+	ctx := t.Context()
+	const label = "test.schedops.io/down"
+	// A labelled profile stored while the webhook served.
+	stored := testutil.MakeProfile("down-stored").Obj()
+	stored.Labels = map[string]string{label: "true"}
+	if err := k8sClient.Create(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	vwc := rotationWebhookConfig(t, "down-webhook", label, fmt.Sprintf("https://localhost:%d%s", freePort(t), profilePath))
+	if err := k8sClient.Create(ctx, vwc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), vwc) })
+
+	p := testutil.MakeProfile("down").Obj()
+	p.Labels = map[string]string{label: "true"}
+	err := k8sClient.Create(ctx, p)
+	t.Logf("Create while the webhook is down: %v", err)
+	if err == nil || !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "schedulerprofiles.scheduling.schedops.io"`) {
+		t.Errorf("Create while the webhook is down: %v, want an error that names the webhook", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "unaffected"}}
+	if err := k8sClient.Create(ctx, cm); err != nil {
+		t.Errorf("A ConfigMap while the webhook is down: %v", err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), cm) })
+
+	if err := k8sClient.Delete(ctx, stored); err != nil {
+		t.Errorf("Delete of a labelled profile while the webhook is down: %v", err)
+	}
+}

@@ -1,0 +1,150 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
+)
+
+// TestCertRotation runs a second operator with certificate rotation on, as `make deploy` runs
+// it, in a namespace of its own with an empty certificate Secret and a webhook configuration of
+// its own without a caBundle (only for profiles labelled for this test). The operator creates the
+// certificate in the Secret and injects its CA into the configuration; the test copies the Secret
+// into the certificate directory, as the kubelet mounts it. The webhook is not served before; then
+// the apiserver calls it with the injected CA: a labelled valid profile is admitted (with
+// failurePolicy Fail, an untrusted certificate would refuse it) and an invalid one is refused with
+// the validator's message.
+func TestCertRotation(t *testing.T) {
+	ctx := t.Context()
+	const (
+		ns         = "rotation"
+		secretName = "rotation-webhook-cert"
+		configName = "rotation-webhook"
+		label      = "test.schedops.io/rotation"
+	)
+	port := freePort(t)
+	create := func(obj client.Object) {
+		t.Helper()
+		if err := k8sClient.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
+	}
+	create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns}})
+	create(rotationWebhookConfig(t, configName, label, fmt.Sprintf("https://localhost:%d%s", port, profilePath)))
+
+	certDir := t.TempDir()
+	op := framework.StartOperator(t, cfg, controllers.ManagerOptions{
+		Namespace:      ns,
+		SchedulerImage: operatorenv.SchedulerImage,
+		Webhook: &controllers.WebhookOptions{
+			Host: "localhost", Port: port, CertDir: certDir, CertRotation: true,
+			SecretName: secretName, ConfigName: configName, CertDNSName: "localhost",
+		},
+	})
+
+	secret := &corev1.Secret{}
+	testutil.Eventually(t, waitTimeout, "the operator to write the certificate", func(ctx context.Context) error {
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: secretName}, secret); err != nil {
+			return err
+		}
+		for _, key := range []string{"ca.crt", "tls.crt", "tls.key"} {
+			if len(secret.Data[key]) == 0 {
+				return fmt.Errorf("the Secret has no %s", key)
+			}
+		}
+		return nil
+	})
+	testutil.Eventually(t, waitTimeout, "the CA in the webhook configuration", func(ctx context.Context) error {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: configName}, vwc); err != nil {
+			return err
+		}
+		if got := vwc.Webhooks[0].ClientConfig.CABundle; !bytes.Equal(got, secret.Data["ca.crt"]) {
+			return fmt.Errorf("caBundle is %d bytes, not the Secret's ca.crt", len(got))
+		}
+		return nil
+	})
+	if err := waitServing("localhost", port, time.Second); err == nil {
+		t.Fatal("The webhook is served before its certificate is in the certificate directory")
+	}
+
+	// The kubelet's part: the mounted Secret.
+	for _, key := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certDir, key), secret.Data[key], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := waitServing("localhost", port, waitTimeout); err != nil {
+		t.Fatalf("%v\n%s", err, op.Log)
+	}
+
+	good := testutil.MakeProfile("rotation-good").Obj()
+	good.Labels = map[string]string{label: "true"}
+	before := webhookCalls(t, profilePath)
+	if err := k8sClient.Create(ctx, good); err != nil {
+		t.Fatalf("A valid profile through the rotated certificate: %v", err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), good) })
+	// Both configurations review a labelled profile: the suite's and this test's.
+	if calls := webhookCalls(t, profilePath) - before; calls != 2 {
+		t.Errorf("%v reviews of a labelled profile, want 2 (the suite's webhook and the rotated one)", calls)
+	}
+	bad := testutil.MakeProfile("rotation-bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
+	bad.Labels = map[string]string{label: "true"}
+	err := k8sClient.Create(ctx, bad)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`) {
+		t.Errorf("An invalid profile: %v, want the validator's refusal", err)
+	}
+}
+
+// rotationWebhookConfig is the generated configuration's profile webhook, renamed, called at url
+// without a caBundle, for the objects with label only.
+func rotationWebhookConfig(t *testing.T, name, label, url string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	for _, vwc := range env.WebhookInstallOptions.ValidatingWebhooks {
+		for _, w := range vwc.Webhooks {
+			if w.ClientConfig.URL == nil || !strings.HasSuffix(*w.ClientConfig.URL, profilePath) {
+				continue
+			}
+			w = *w.DeepCopy()
+			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url)}
+			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{label: "true"}}
+			return &admissionregistrationv1.ValidatingWebhookConfiguration{
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Webhooks:   []admissionregistrationv1.ValidatingWebhook{w},
+			}
+		}
+	}
+	t.Fatal("The installed configuration has no webhook for SchedulerProfiles")
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
+}

@@ -2,13 +2,17 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -34,6 +38,14 @@ func TestOperatorDown(t *testing.T) {
 
 	p := testutil.MakeProfile("down").Obj()
 	p.Labels = map[string]string{label: "true"}
+	// The apiserver calls a new webhook configuration once its informer has seen it; dry runs
+	// store nothing while it has not.
+	testutil.Eventually(t, 10*time.Second, "a dry-run create to reach the new webhook configuration", func(ctx context.Context) error {
+		if err := k8sClient.Create(ctx, p.DeepCopy(), client.DryRunAll); err == nil {
+			return errors.New("a dry-run create was admitted")
+		}
+		return nil
+	})
 	err := k8sClient.Create(ctx, p)
 	t.Logf("Create while the webhook is down: %v", err)
 	if err == nil || !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "schedulerprofiles.scheduling.schedops.io"`) {

@@ -100,6 +100,10 @@ func TestCertRotation(t *testing.T) {
 
 	good := testutil.MakeProfile("rotation-good").Obj()
 	good.Labels = map[string]string{label: "true"}
+	// The apiserver calls with the injected CA once its informer has seen the new caBundle.
+	testutil.Eventually(t, waitTimeout, "the apiserver to trust the rotated certificate", func(ctx context.Context) error {
+		return k8sClient.Create(ctx, good.DeepCopy(), client.DryRunAll)
+	})
 	before := webhookCalls(t, profilePath)
 	if err := k8sClient.Create(ctx, good); err != nil {
 		t.Fatalf("A valid profile through the rotated certificate: %v", err)

@@ -203,9 +203,15 @@ func TestUpdateThatBreaksIsRefused(t *testing.T) {
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), p) })
 	stored := p.DeepCopy()
 
-	broken := p.DeepCopy()
-	broken.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(invalidScoring)}
-	err := k8sClient.Update(ctx, broken)
+	// The operator writes the profile's status meanwhile: update the latest version.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		broken := &schedulingv1alpha1.SchedulerProfile{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), broken); err != nil {
+			return err
+		}
+		broken.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(invalidScoring)}
+		return k8sClient.Update(ctx, broken)
+	})
 	want := []string{`spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most": supported values: "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"`}
 	if diff := cmp.Diff(want, causes(t, err)); diff != "" {
 		t.Errorf("The refusal (-want +got):\n%s", diff)

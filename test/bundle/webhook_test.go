@@ -3,7 +3,6 @@ package bundle
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,7 +44,7 @@ func installOLMWebhooks(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersi
 			t.Fatal(err)
 		}
 	}
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: csv.Name + "-webhooks"}}
 	for _, def := range csv.Spec.WebhookDefinitions {
 		if def.Type != operatorsv1alpha1.ValidatingAdmissionWebhook || def.WebhookPath == nil {
@@ -72,16 +71,6 @@ func refusedByWebhook(t *testing.T, c client.Client) {
 		}
 		return nil
 	})
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestKustomizeWebhookWiring: in what `make deploy` installs, the operator's default flags name

@@ -30,7 +30,7 @@ func TestOperatorDown(t *testing.T) {
 	if err := k8sClient.Create(ctx, stored); err != nil {
 		t.Fatal(err)
 	}
-	vwc := rotationWebhookConfig(t, "down-webhook", label, fmt.Sprintf("https://localhost:%d%s", freePort(t), profilePath))
+	vwc := rotationWebhookConfig(t, "down-webhook", label, fmt.Sprintf("https://localhost:%d%s", testutil.FreePort(t), profilePath))
 	if err := k8sClient.Create(ctx, vwc); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +39,7 @@ func TestCertRotation(t *testing.T) {
 		configName = "rotation-webhook"
 		label      = "test.schedops.io/rotation"
 	)
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	create := func(obj client.Object) {
 		t.Helper()
 		if err := k8sClient.Create(ctx, obj); err != nil {
@@ -141,14 +140,4 @@ func rotationWebhookConfig(t *testing.T, name, label, url string) *admissionregi
 	}
 	t.Fatal("The installed configuration has no webhook for SchedulerProfiles")
 	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }

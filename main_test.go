@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
@@ -25,13 +28,16 @@ func TestManagerOptions(t *testing.T) {
 		{
 			name: "defaults",
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081"},
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081"},
 		},
 		{
 			name: "flags",
-			args: []string{"--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=:9090", "--zap-devel"},
+			args: []string{"--leader-elect", "--metrics-bind-address=:8080", "--metrics-secure=false", "--metrics-cert-dir=/certs", "--health-probe-bind-address=:9090", "--zap-devel"},
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: "0", HealthProbeBindAddress: ":9090", LeaderElection: true},
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", MetricsCertDir: "/certs",
+				HealthProbeBindAddress: ":9090", LeaderElection: true,
+			},
 		},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
 		{name: "no scheduler image", env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, wantErr: "RELATED_IMAGE_SCHEDULER must name"},
@@ -92,5 +98,12 @@ func TestManagerDeploymentArgs(t *testing.T) {
 	}
 	if !got.LeaderElection {
 		t.Errorf("The Deployment runs the operator without leader election (args %q)", c.Args)
+	}
+	// The metrics Service (config/default/metrics_service.yaml) targets the port named https.
+	_, port, _ := strings.Cut(got.MetricsBindAddress, ":")
+	if !got.MetricsSecure || !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == "https" && strconv.Itoa(int(p.ContainerPort)) == port
+	}) {
+		t.Errorf("The Deployment serves metrics on %q (secure: %t), want HTTPS on its container port named https %+v", got.MetricsBindAddress, got.MetricsSecure, c.Ports)
 	}
 }

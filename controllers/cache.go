@@ -21,7 +21,7 @@ func CacheOptions(namespace string) cache.Options {
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},
 		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
 	}
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
 	return cache.Options{DefaultNamespaces: inNamespace, ByObject: byObject}

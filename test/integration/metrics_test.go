@@ -7,18 +7,23 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
@@ -194,4 +199,65 @@ func (k *cluster) serviceAccountToken(t *testing.T, name string) string {
 		t.Fatalf("Requesting a token of ServiceAccount %s: %v", name, err)
 	}
 	return tr.Status.Token
+}
+
+// schedulerMonitor is the ServiceMonitor that scrapes every managed scheduler.
+const schedulerMonitor = "../../config/prometheus/scheduler_monitor.yaml"
+
+// checkMetricsService checks the metrics Service of the scheduler Deployment d: it selects the
+// scheduler pods, and only them, on the secure port of their container, without a virtual IP;
+// and the ServiceMonitor of config/prometheus selects it and scrapes a port it has.
+func checkMetricsService(t *testing.T, svc *corev1.Service, d *appsv1.Deployment) {
+	t.Helper()
+	if diff := cmp.Diff(d.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
+		t.Errorf("The selector of Service %s is not that of Deployment %s (-Deployment +Service):\n%s", svc.Name, d.Name, diff)
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("Service %s selects %v, not the scheduler pods %v", svc.Name, svc.Spec.Selector, d.Spec.Template.Labels)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Errorf("Service %s has clusterIP %q, want a headless Service", svc.Name, svc.Spec.ClusterIP)
+	}
+	container := d.Spec.Template.Spec.Containers[0]
+	if len(svc.Spec.Ports) != 1 {
+		t.Fatalf("Service %s has ports %+v, want one", svc.Name, svc.Spec.Ports)
+	}
+	port := svc.Spec.Ports[0]
+	if port.Name != "https" || port.Port != 10259 || !slices.ContainsFunc(container.Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == port.TargetPort.StrVal && p.ContainerPort == 10259
+	}) {
+		t.Errorf("Service %s port %+v is not kube-scheduler's secure port 10259, named https, of the container's ports %+v", svc.Name, port, container.Ports)
+	}
+	if !slices.Contains(container.Args, "--secure-port=10259") {
+		t.Errorf("The scheduler does not serve on 10259: args %q", container.Args)
+	}
+
+	data, err := os.ReadFile(schedulerMonitor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var monitor struct {
+		Spec struct {
+			Selector  metav1.LabelSelector `json:"selector"`
+			Endpoints []struct {
+				Port   string `json:"port"`
+				Scheme string `json:"scheme"`
+			} `json:"endpoints"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &monitor); err != nil {
+		t.Fatalf("Decoding %s: %v", schedulerMonitor, err)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(&monitor.Spec.Selector)
+	if err != nil || selector.Empty() || !selector.Matches(labels.Set(svc.Labels)) {
+		t.Errorf("The ServiceMonitor of %s (selector %v, %v) does not select Service %s %v", schedulerMonitor, selector, err, svc.Name, svc.Labels)
+	}
+	if len(monitor.Spec.Endpoints) == 0 {
+		t.Errorf("The ServiceMonitor of %s has no endpoints", schedulerMonitor)
+	}
+	for _, e := range monitor.Spec.Endpoints {
+		if e.Port != port.Name || e.Scheme != "https" {
+			t.Errorf("The ServiceMonitor scrapes port %q with %q, want %q with https", e.Port, e.Scheme, port.Name)
+		}
+	}
 }

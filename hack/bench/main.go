@@ -48,6 +48,7 @@ type options struct {
 	rounds, nodes, pods           int
 	schedulerQPS, ceilingWorkers  int
 	operatorProfiles              int
+	schedulerArgs                 string
 	memoryProfiles, memoryPods    int
 	validateCalls                 int
 	settle, bindTimeout, deadline time.Duration
@@ -83,6 +84,7 @@ func main() {
 	flag.IntVar(&o.pods, "pods", 5000, "pods that throughput schedules per scheduler and round")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 5000, "client qps and burst of the schedulers in throughput, so that the client-side rate limit does not set the pace")
 	flag.IntVar(&o.ceilingWorkers, "ceiling-workers", 16, "Bindings in flight at once in the apiserver-ceiling client (kube-scheduler's default parallelism)")
+	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "more flags for the schedulers of throughput, space-separated (to profile them: --authorization-always-allow-paths=/debug/pprof/*)")
 	flag.IntVar(&o.operatorProfiles, "operator-profiles", 500, "SchedulerProfiles that operator creates at once")
 	flag.IntVar(&o.memoryProfiles, "memory-profiles", 20, "profiles of the shared scheduler, and number of dedicated schedulers, in memory")
 	flag.IntVar(&o.memoryPods, "memory-pods", 5000, "pods bound to the nodes before the schedulers of memory start")

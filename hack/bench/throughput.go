@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,7 +75,7 @@ func contenders(o options) ([]contender, error) {
 			return nil, fmt.Errorf("profile %s: %w", c.profile.Name, errs.ToAggregate())
 		}
 		cs = append(cs, contender{name: c.name, schedulerName: c.profile.Name,
-			scheduler: &cluster.Scheduler{Name: c.profile.Name, Binary: c.binary, Config: cfg.YAML, QPS: o.schedulerQPS}})
+			scheduler: &cluster.Scheduler{Name: c.profile.Name, Binary: c.binary, Config: cfg.YAML, QPS: o.schedulerQPS, Args: strings.Fields(o.schedulerArgs)}})
 	}
 	return cs, nil
 }
@@ -99,30 +100,42 @@ func benchThroughput(ctx context.Context, o options) ([]stats.Row, error) {
 		return nil, err
 	}
 	t := &throughputBench{opts: o, cluster: c, dir: dir}
-	results := make([][]float64, len(cs))
+	rates, cpu := make([][]float64, len(cs)), make([][]float64, len(cs))
 	for round := range o.rounds {
 		for _, i := range order(len(cs), round) {
-			rate, err := t.measure(ctx, cs[i], round)
+			s, err := t.measure(ctx, cs[i], round)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, %s: %w", round+1, cs[i].name, err)
 			}
-			results[i] = append(results[i], rate)
-			fmt.Printf("Round %d/%d  %-48s %7.1f pods/s\n", round+1, o.rounds, cs[i].name, rate)
+			rates[i] = append(rates[i], s.rate)
+			cpu[i] = append(cpu[i], s.cpuPerPod)
+			fmt.Printf("Round %d/%d  %-48s %7.1f pods/s  %5.2f ms CPU per pod\n", round+1, o.rounds, cs[i].name, s.rate, s.cpuPerPod)
 		}
 	}
-	return throughputRows(o, cs, results), nil
+	return throughputRows(o, cs, rates, cpu), nil
+}
+
+// throughputSample is what one run of a contender measured.
+type throughputSample struct {
+	// rate is pods per second from the first binding to the last.
+	rate float64
+	// cpuPerPod is the scheduler's CPU time (user and system, its whole life: start-up, the
+	// informers' lists and the scheduling) in ms per pod; 0 for the ceiling. Unlike the rate it
+	// hardly depends on what else the machine runs.
+	cpuPerPod float64
 }
 
 // throughputRows are the pods/s of each contender and the ratios, round by round, of ours to
-// upstream and of upstream to the apiserver's ceiling.
-func throughputRows(o options, cs []contender, results [][]float64) []stats.Row {
+// upstream and of upstream to the apiserver's ceiling; then the schedulers' CPU per pod and its
+// ratios.
+func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.Row {
 	const name = "throughput"
 	var rows []stats.Row
 	for i, c := range cs {
-		rows = append(rows, stats.Row{Benchmark: name, Measure: c.name, Value: stats.Summarize(results[i]), Unit: "pods/s", Decimals: 0})
+		rows = append(rows, stats.Row{Benchmark: name, Measure: c.name, Value: stats.Summarize(rates[i]), Unit: "pods/s", Decimals: 0})
 	}
 	rows[0].Note = fmt.Sprintf("%d nodes, %d pending pods per run, first to last binding", o.nodes, o.pods)
-	ratio := func(measure string, num, den int, goal float64) stats.Row {
+	ratio := func(measure string, results [][]float64, num, den int, goal float64) stats.Row {
 		r := stats.Ratios(results[num], results[den])
 		row := stats.Row{Benchmark: name, Measure: "  " + measure, Value: stats.Summarize(r), Decimals: 2, Note: "rounds: " + stats.Format(2, r)}
 		if goal > 0 {
@@ -130,10 +143,21 @@ func throughputRows(o options, cs []contender, results [][]float64) []stats.Row 
 		}
 		return row
 	}
+	rows = append(rows,
+		ratio("ours default / upstream", rates, 2, 1, goalDefault),
+		ratio("ours plugins / upstream", rates, 3, 1, goalPlugins),
+		ratio("upstream / apiserver ceiling", rates, 1, 0, 0),
+	)
+	for i, c := range cs[1:] {
+		row := stats.Row{Benchmark: name, Measure: "CPU per pod, " + c.name, Value: stats.Summarize(cpu[i+1]), Unit: "ms", Decimals: 2}
+		if i == 0 {
+			row.Note = "user+system CPU of the scheduler process over its life / pods"
+		}
+		rows = append(rows, row)
+	}
 	return append(rows,
-		ratio("ours default / upstream", 2, 1, goalDefault),
-		ratio("ours plugins / upstream", 3, 1, goalPlugins),
-		ratio("upstream / apiserver ceiling", 1, 0, 0),
+		ratio("upstream / ours default (CPU)", cpu, 1, 2, 0),
+		ratio("upstream / ours plugins (CPU)", cpu, 1, 3, 0),
 	)
 }
 
@@ -144,8 +168,9 @@ type throughputBench struct {
 	dir     string
 }
 
-// measure creates the pending pods of c, binds them with c and returns pods per second.
-func (t *throughputBench) measure(ctx context.Context, c contender, round int) (float64, error) {
+// measure creates the pending pods of c and binds them with c.
+func (t *throughputBench) measure(ctx context.Context, c contender, round int) (throughputSample, error) {
+	var s throughputSample
 	pods := t.cluster.Client.CoreV1().Pods(cluster.Namespace)
 	defer t.deletePods(ctx)
 	err := t.cluster.CreatePods(ctx, t.opts.pods, func(i int) *corev1.Pod {
@@ -155,39 +180,49 @@ func (t *throughputBench) measure(ctx context.Context, c contender, round int) (
 		return pod
 	})
 	if err != nil {
-		return 0, err
+		return s, err
 	}
 	selector := metav1.ListOptions{LabelSelector: "bench=" + throughputApp}
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector.LabelSelector, Limit: 1})
 	if err != nil {
-		return 0, err
+		return s, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.opts.bindTimeout)
 	defer cancel()
 	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector.LabelSelector, ResourceVersion: list.ResourceVersion})
 	if err != nil {
-		return 0, err
+		return s, err
 	}
 	defer w.Stop()
 
+	var proc *localcluster.Process
 	if c.scheduler == nil {
 		go t.bindAll(ctx, c, round)
 	} else {
 		procs, err := t.cluster.StartSchedulers(t.dir, *c.scheduler)
 		defer cluster.StopAll(procs)
 		if err != nil {
-			return 0, err
+			return s, err
 		}
-		go watchAlive(ctx, cancel, procs[0])
+		proc = procs[0]
+		go watchAlive(ctx, cancel, proc)
 	}
 	first, last, err := waitBound(ctx, w, t.opts.pods)
 	if err != nil {
-		return 0, fmt.Errorf("%w (logs in %s)", err, t.dir)
+		return s, fmt.Errorf("%w (logs in %s)", err, t.dir)
 	}
 	if t.opts.pods < 2 || !last.After(first) {
-		return 0, fmt.Errorf("need at least 2 pods bound at different times to time them")
+		return s, fmt.Errorf("need at least 2 pods bound at different times to time them")
 	}
-	return float64(t.opts.pods-1) / last.Sub(first).Seconds(), nil
+	s.rate = float64(t.opts.pods-1) / last.Sub(first).Seconds()
+	if proc != nil {
+		cpu, err := cluster.CPUTime(proc.PID)
+		if err != nil {
+			return s, err
+		}
+		s.cpuPerPod = float64(cpu.Microseconds()) / 1000 / float64(t.opts.pods)
+	}
+	return s, nil
 }
 
 // waitBound counts the pods that the watch w sees bound, until n are, and returns when it saw

@@ -166,12 +166,23 @@ func header(o options, begin time.Time) string {
 		o.run, begin.UTC().Format("2006-01-02 15:04"), runtime.NumCPU(), mem, runtime.Version(), o.rounds, o.nodes, o.pods)
 }
 
-// order is the order in which round measures n configurations: rotated by one each round, so
-// that no configuration always runs first after setup or right after the same other one.
+// order is the order in which round measures n configurations: the rows of a balanced Latin
+// square, so that over n rounds every configuration runs once in every position, and (for even n)
+// follows every other configuration once. A slow phase of the machine, or a configuration that
+// slows the next one down, then spreads over all of them.
 func order(n, round int) []int {
 	idx := make([]int, n)
 	for i := range n {
-		idx[i] = (i + round) % n
+		// The first row is 0, 1, n-1, 2, n-2, ...; each row adds one to the one before.
+		first := (i + 1) / 2
+		if i > 0 && i%2 == 0 {
+			first = n - i/2
+		}
+		idx[i] = (first + round) % n
+	}
+	// For odd n the mirrored rows follow, which balance who follows whom.
+	if (round/n)%2 == 1 {
+		slices.Reverse(idx)
 	}
 	return idx
 }

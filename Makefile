@@ -156,8 +156,8 @@ test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
 
 # Benchmarks (hack/bench): `make bench` runs them all and prints one table, also written to
 # .cache/bench/bench.txt; `make bench-<name>` runs one (table in .cache/bench/<name>.txt). ROUNDS,
-# NODES and PODS size them; the defaults take about 15 minutes on 2 cores.
-ROUNDS ?= 3
+# NODES and PODS size them; the defaults take about 12 minutes on 2 cores.
+ROUNDS ?= 4
 NODES ?= 1000
 PODS ?= 5000
 BENCH = go run ./hack/bench --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-scheduler --upstream-scheduler $(LOCALBIN)/kube-scheduler-upstream \

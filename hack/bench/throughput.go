@@ -156,8 +156,8 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 		rows = append(rows, row)
 	}
 	return append(rows,
-		ratio("upstream / ours default (CPU)", cpu, 1, 2, 0),
-		ratio("upstream / ours plugins (CPU)", cpu, 1, 3, 0),
+		ratio("ours default / upstream (CPU)", cpu, 2, 1, 0),
+		ratio("ours plugins / upstream (CPU)", cpu, 3, 1, 0),
 	)
 }
 

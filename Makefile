@@ -155,13 +155,39 @@ test-unit: ## Unit tests: builders, rendering, plugins.
 test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
 	go test ./scheduler/profile -run '^$$' -fuzz FuzzRenderValidate -fuzztime $(FUZZTIME)
 
+# Benchmarks (hack/bench): `make bench` runs them all and prints one table, also written to
+# .cache/bench/bench.txt; `make bench-<name>` runs one (table in .cache/bench/<name>.txt). ROUNDS,
+# NODES and PODS size them; the defaults take about 12 minutes on 2 cores.
+ROUNDS ?= 4
+NODES ?= 1000
+PODS ?= 5000
+BENCH = go run ./hack/bench --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-scheduler --upstream-scheduler $(LOCALBIN)/kube-scheduler-upstream \
+	--rounds $(ROUNDS) --nodes $(NODES) --pods $(PODS) --dir .cache/bench
+
 .PHONY: bench
-bench: ## Benchmark Validate.
-	go test ./scheduler/profile -run '^$$' -bench Validate -benchmem -count 5
+bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin/kube-scheduler-upstream ## Run every benchmark (throughput, operator, validate, memory) and print one table.
+	$(BENCH) --out .cache/bench/bench.txt
+
+.PHONY: bench-throughput
+bench-throughput: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin/kube-scheduler-upstream ## Pods/s of upstream kube-scheduler, ours, ours with our plugins, and the apiserver's ceiling, on NODES fake nodes.
+	$(BENCH) --run throughput --out .cache/bench/throughput.txt
+
+.PHONY: bench-operator
+bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 500 profiles created at once: time to settle, reconciles/s, peak memory, writes of a resync.
+	$(BENCH) --run operator --out .cache/bench/operator.txt
+
+.PHONY: bench-validate
+bench-validate: ## p50/p99 latency of Validate over the golden profiles.
+	$(BENCH) --run validate --out .cache/bench/validate.txt
 
 .PHONY: bench-memory
-bench-memory: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Scheduler memory: 1 vs 20 profiles in one process vs 20 processes, on envtest with 1000 nodes; table in .cache/bench/memory.txt.
-	go run ./hack/bench/memory --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-scheduler --dir .cache/bench/memory --out .cache/bench/memory.txt
+bench-memory: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Scheduler memory: 1 vs 20 profiles in one process vs 20 processes, on NODES fake nodes.
+	$(BENCH) --run memory --out .cache/bench/memory.txt
+
+# Upstream kube-scheduler, built from the same k8s.io/kubernetes module as ours, for
+# bench-throughput. Not in bin/k8s, which holds the control plane the tests run.
+bin/kube-scheduler-upstream: go.mod go.sum
+	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-scheduler
 
 .PHONY: test-integration
 test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary.

@@ -50,7 +50,9 @@ func run(args []string) error {
 func managerOptions(args []string, getenv func(string) string) (controllers.ManagerOptions, *zap.Options, error) {
 	var opts controllers.ManagerOptions
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080", "The address the metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS to callers allowed to get the /metrics nonResourceURL; false serves plain HTTP to anyone.")
+	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "The directory with the metrics server's tls.crt and tls.key; without them a self-signed certificate is used.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to.")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Enable leader election, so that only one operator replica reconciles.")
 	enableWebhook := fs.Bool("enable-webhook", true, "Serve the validating admission webhook of SchedulerProfiles and Schedulers; false when the apiserver cannot reach the operator (make run).")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,25 +36,28 @@ func TestManagerOptions(t *testing.T) {
 		{
 			name: "defaults",
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081", Webhook: rotating},
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating},
 		},
 		{
 			name: "flags",
-			args: []string{"--leader-elect", "--metrics-bind-address=0", "--health-probe-bind-address=:9090", "--zap-devel"},
+			args: []string{"--leader-elect", "--metrics-bind-address=:8080", "--metrics-secure=false", "--metrics-cert-dir=/certs", "--health-probe-bind-address=:9090", "--zap-devel"},
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: "0", HealthProbeBindAddress: ":9090", LeaderElection: true, Webhook: rotating},
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", MetricsCertDir: "/certs",
+				HealthProbeBindAddress: ":9090", LeaderElection: true, Webhook: rotating,
+			},
 		},
 		{
 			name: "webhook off",
 			args: []string{"--enable-webhook=false"},
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081"},
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081"},
 		},
 		{
 			name: "certificate provided (OLM)",
 			args: []string{"--disable-cert-rotation", "--webhook-port=8443", "--webhook-cert-dir=/certs"},
 			env:  env,
-			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8080", HealthProbeBindAddress: ":8081", Webhook: provided},
+			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: provided},
 		},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
 		{name: "no scheduler image", env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, wantErr: "RELATED_IMAGE_SCHEDULER must name"},
@@ -122,5 +126,12 @@ func TestManagerDeploymentArgs(t *testing.T) {
 	const certDir = "/tmp/k8s-webhook-server/serving-certs"
 	if got.Webhook.CertDir != "" || !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == certDir }) {
 		t.Errorf("The operator reads its certificate from %q (default: %s); the Deployment mounts %v", got.Webhook.CertDir, certDir, c.VolumeMounts)
+	}
+	// The metrics Service (config/default/metrics_service.yaml) targets the port named https.
+	_, port, _ := strings.Cut(got.MetricsBindAddress, ":")
+	if !got.MetricsSecure || !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
+		return p.Name == "https" && strconv.Itoa(int(p.ContainerPort)) == port
+	}) {
+		t.Errorf("The Deployment serves metrics on %q (secure: %t), want HTTPS on its container port named https %+v", got.MetricsBindAddress, got.MetricsSecure, c.Ports)
 	}
 }

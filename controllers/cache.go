@@ -23,7 +23,7 @@ func CacheOptions(namespace string) cache.Options {
 		// Extenders' client certificates: the operator may read Secrets of its own namespace only.
 		&corev1.Secret{}: {Namespaces: inNamespace},
 	}
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
 	return cache.Options{DefaultNamespaces: inNamespace, ByObject: byObject}

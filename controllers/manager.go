@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
@@ -25,6 +24,11 @@ type ManagerOptions struct {
 	SchedulerImage string
 	// MetricsBindAddress is where the metrics are served; "0" turns them off.
 	MetricsBindAddress string
+	// MetricsSecure serves the metrics over HTTPS to authenticated and authorized callers only.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key; without them the server
+	// makes a self-signed certificate.
+	MetricsCertDir string
 	// HealthProbeBindAddress is where /healthz and /readyz are served; "0" turns them off.
 	HealthProbeBindAddress string
 	// LeaderElection lets only one replica of the operator reconcile at a time.
@@ -47,7 +51,7 @@ func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 	opts := ctrl.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   CacheOptions(o.Namespace),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +48,13 @@ func (n objectNames) deployment() string           { return n.base + n.sep + "sc
 func (n objectNames) serviceAccount() string       { return n.base + n.sep + "scheduler" }
 func (n objectNames) configMap(hash string) string { return n.base + n.sep + "config-" + hash }
 func (n objectNames) leaseRole() string            { return n.base + n.sep + "scheduler-lease" }
+
+// service names the metrics Service. A Service name is a DNS-1123 label, without ".": a
+// Scheduler's is "<name>--scheduler", which no profile's "<name>-scheduler" can be, since a
+// profile name does not end in "-".
+func (n objectNames) service() string {
+	return n.base + strings.ReplaceAll(n.sep, ".", "--") + "scheduler"
+}
 
 func (n objectNames) clusterRoleBinding(role string) string {
 	return "scheduler-profile-operator:" + n.bindingID + ":" + role

@@ -96,6 +96,7 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config) []ow
 		newOwned(proc, buildLeaseRole(proc, s), &rbacv1.Role{}, rbacv1ac.ExtractRole),
 		newOwned(proc, buildLeaseRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
 		newOwned(proc, buildConfigMap(proc, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
+		newOwned(proc, buildService(proc, s), &corev1.Service{}, corev1ac.ExtractService),
 	}
 	if replicas(proc.run.Replicas) > 1 {
 		objs = append(objs, newOwned(proc, buildPodDisruptionBudget(proc, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
@@ -189,6 +190,7 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *process) error
 		&appsv1.Deployment{ObjectMeta: at(ns, proc.names.deployment())},
 		&policyv1.PodDisruptionBudget{ObjectMeta: at(ns, proc.names.deployment())},
 		&corev1.ServiceAccount{ObjectMeta: at(ns, proc.names.serviceAccount())},
+		&corev1.Service{ObjectMeta: at(ns, proc.names.service())},
 		&rbacv1.Role{ObjectMeta: at(ns, proc.names.leaseRole())},
 		&rbacv1.RoleBinding{ObjectMeta: at(ns, proc.names.leaseRole())},
 		&rbacv1.RoleBinding{ObjectMeta: at(authReaderNamespace, proc.names.authReaderBinding())},
@@ -233,6 +235,7 @@ func ownsProcessObjects(b *builder.Builder, ownerLabel string) *builder.Builder 
 		})).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&rbacv1.Role{}).

@@ -13,6 +13,7 @@ func allNames(proc *process) map[string]string {
 	return map[string]string{
 		"Deployment":                        proc.names.deployment(),
 		"ServiceAccount":                    proc.names.serviceAccount(),
+		"Service":                           proc.names.service(),
 		"ConfigMap":                         proc.names.configMap("0123456789"),
 		"lease Role":                        proc.names.leaseRole(),
 		"lease":                             proc.leaseName,
@@ -27,6 +28,7 @@ func TestDedicatedNamesUnchanged(t *testing.T) {
 	want := map[string]string{
 		"Deployment":                        "binpack-scheduler",
 		"ServiceAccount":                    "binpack-scheduler",
+		"Service":                           "binpack-scheduler",
 		"ConfigMap":                         "binpack-config-0123456789",
 		"lease Role":                        "binpack-scheduler-lease",
 		"lease":                             "binpack",

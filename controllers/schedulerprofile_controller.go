@@ -35,7 +35,7 @@ import (
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=system:kube-scheduler;system:volume-scheduler
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,namespace=kube-system,resources=roles,verbs=bind,resourceNames=extension-apiserver-authentication-reader
-// +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=serviceaccounts;configmaps;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=scheduler-profile-operator-system,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,namespace=scheduler-profile-operator-system,resources=replicasets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=pods,verbs=get;list;watch

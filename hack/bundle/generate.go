@@ -98,6 +98,10 @@ type input struct {
 	roleBindings    []*rbacv1.RoleBinding
 	clusterBindings []*rbacv1.ClusterRoleBinding
 	webhook         webhookInput
+	// manifests are the objects OLM creates from files of the bundle as they are: Services, and
+	// ClusterRoles bound to nothing (granted by the cluster's administrator to others, such as
+	// the metrics reader to a Prometheus).
+	manifests []*unstructured.Unstructured
 }
 
 // crd is a CustomResourceDefinition of the input: typed to be checked, and as kustomize wrote it
@@ -171,6 +175,7 @@ func (in *input) add(obj *unstructured.Unstructured, crdGroups map[string]bool) 
 		in.rules[roleKey("Role", typed.Namespace, typed.Name)] = typed.Rules
 	case *rbacv1.ClusterRole:
 		in.rules[roleKey("ClusterRole", "", typed.Name)] = typed.Rules
+		in.manifests = append(in.manifests, obj)
 	case *rbacv1.RoleBinding:
 		in.roleBindings = append(in.roleBindings, typed)
 	case *rbacv1.ClusterRoleBinding:
@@ -178,7 +183,9 @@ func (in *input) add(obj *unstructured.Unstructured, crdGroups map[string]bool) 
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		in.webhook.configs = append(in.webhook.configs, typed)
 	case *corev1.Service:
+		// A webhook's Service OLM creates from the CSV's webhookdefinitions; others are shipped.
 		in.webhook.services = append(in.webhook.services, typed)
+		in.manifests = append(in.manifests, obj)
 	case *corev1.Secret:
 		in.webhook.secrets = append(in.webhook.secrets, typed)
 	default:
@@ -216,6 +223,9 @@ func generate(objs []*unstructured.Unstructured, o options) (*output, error) {
 	}
 	for _, c := range in.crds {
 		files[manifestsDir+"/"+c.Spec.Group+"_"+c.Spec.Names.Plural+".yaml"] = c.obj.Object
+	}
+	for _, obj := range unboundManifests(in) {
+		files[manifestFile(obj)] = obj.Object
 	}
 	for name, v := range files {
 		if out.files[name], err = marshal(v); err != nil {
@@ -356,10 +366,49 @@ func grants(in *input, operator rbacv1.Subject) (namespaced, clusterWide []rbacv
 			clusterWide = append(clusterWide, rules...)
 		}
 	}
+	maps.DeleteFunc(unbound, func(key string, _ []rbacv1.PolicyRule) bool { return strings.HasPrefix(key, "ClusterRole ") })
 	if len(unbound) > 0 {
 		return nil, nil, fmt.Errorf("%s is bound to nothing", strings.Join(slices.Sorted(maps.Keys(unbound)), ", "))
 	}
 	return namespaced, clusterWide, nil
+}
+
+// unboundManifests are the input's manifests less the ClusterRoles that a binding of the input
+// refers to, whose rules the CSV grants already, and less the Services of webhooks, which OLM
+// creates; without their namespace, which OLM chooses.
+func unboundManifests(in *input) []*unstructured.Unstructured {
+	bound := map[string]bool{}
+	for _, c := range in.webhook.configs {
+		for _, w := range c.Webhooks {
+			if svc := w.ClientConfig.Service; svc != nil {
+				bound["Service "+svc.Name] = true
+			}
+		}
+	}
+	for _, b := range in.clusterBindings {
+		bound[b.RoleRef.Kind+" "+b.RoleRef.Name] = true
+	}
+	for _, b := range in.roleBindings {
+		bound[b.RoleRef.Kind+" "+b.RoleRef.Name] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, obj := range in.manifests {
+		if kind := obj.GetKind(); (kind == "ClusterRole" || kind == "Service") && bound[kind+" "+obj.GetName()] {
+			continue
+		}
+		obj = obj.DeepCopy()
+		obj.SetNamespace("")
+		out = append(out, obj)
+	}
+	return out
+}
+
+// manifestFile names the bundle file of an object as operator-sdk does:
+// <name>_<group>_<version>_<kind>.yaml, with no group for the core API.
+func manifestFile(obj *unstructured.Unstructured) string {
+	gvk := obj.GroupVersionKind()
+	parts := []string{obj.GetName(), gvk.Group, gvk.Version, strings.ToLower(gvk.Kind)}
+	return manifestsDir + "/" + strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "_") + ".yaml"
 }
 
 // checkOwnedCRDs holds the base's owned-CRD descriptions to the CRDs: one per CRD, with its

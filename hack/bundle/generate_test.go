@@ -49,6 +49,18 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, namespace strin
 	return nil
 }
 
+// findNamed is the object of the input with this kind and name.
+func findNamed(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, obj := range objs {
+		if obj.GetKind() == kind && obj.GetName() == name {
+			return obj
+		}
+	}
+	t.Fatalf("No %s %q in the input", kind, name)
+	return nil
+}
+
 func without(objs []*unstructured.Unstructured, kind, namespace string) []*unstructured.Unstructured {
 	return slices.DeleteFunc(objs, func(obj *unstructured.Unstructured) bool {
 		return obj.GetKind() == kind && obj.GetNamespace() == namespace
@@ -271,7 +283,10 @@ func TestGenerate(t *testing.T) {
 		t.Fatalf("generate: %v", err)
 	}
 	names := slices.Sorted(maps.Keys(out.files))
-	wantFiles := []string{"manifests/example.com_widgets.yaml", "manifests/op.clusterserviceversion.yaml", "metadata/annotations.yaml"}
+	wantFiles := []string{
+		"manifests/example.com_widgets.yaml", "manifests/op-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
+		"manifests/op-metrics_v1_service.yaml", "manifests/op.clusterserviceversion.yaml", "metadata/annotations.yaml",
+	}
 	if diff := cmp.Diff(wantFiles, names); diff != "" {
 		t.Fatalf("Files (-want +got):\n%s", diff)
 	}
@@ -295,6 +310,20 @@ func TestGenerate(t *testing.T) {
 	}
 	if diff := cmp.Diff(find(t, readInput(t), "CustomResourceDefinition", "").Object, crd); diff != "" {
 		t.Errorf("The CRD file is not the input's CRD (-want +got):\n%s", diff)
+	}
+
+	// The Service and the ClusterRole bound to nothing are files as the input has them, but for
+	// the namespace, which OLM chooses.
+	for file, obj := range map[string]*unstructured.Unstructured{
+		"manifests/op-metrics_v1_service.yaml":                                      find(t, readInput(t), "Service", "op-system"),
+		"manifests/op-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml": findNamed(t, readInput(t), "ClusterRole", "op-metrics-reader"),
+	} {
+		got := mustParse(t, string(out.files[file]))
+		want := obj.DeepCopy()
+		want.SetNamespace("")
+		if diff := cmp.Diff(want.Object, got.Object); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", file, diff)
+		}
 	}
 
 	wantAnnotations := generatedHeader + `annotations:
@@ -352,9 +381,9 @@ func TestGenerateRefuses(t *testing.T) {
 		{
 			name: "an object with no place in the bundle",
 			mutate: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-				return append(objs, mustParse(t, `{apiVersion: v1, kind: Service, metadata: {name: metrics}}`))
+				return append(objs, mustParse(t, `{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: store}}`))
 			},
-			wantErr: `Service "metrics": no place in the bundle`,
+			wantErr: `StatefulSet "store": no place in the bundle`,
 		},
 		{
 			name: "a misspelt field in the CSV base",
@@ -372,11 +401,12 @@ func TestGenerateRefuses(t *testing.T) {
 			wantErr: `Deployment "other": a second one in the input`,
 		},
 		{
-			name: "a role bound to nothing",
+			// A namespaced Role has no place in the bundle but through a binding to the operator.
+			name: "a Role bound to nothing",
 			mutate: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-				return without(objs, "ClusterRoleBinding", "")
+				return without(objs, "RoleBinding", "op-system")
 			},
-			wantErr: "ClusterRole op-role is bound to nothing",
+			wantErr: "Role op-system/op-role is bound to nothing",
 		},
 		{
 			name: "a binding of a role that is not in the input",

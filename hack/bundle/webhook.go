@@ -62,11 +62,6 @@ func webhookDefinitions(in *input) ([]operatorsv1alpha1.WebhookDescription, erro
 			})
 		}
 	}
-	for _, svc := range in.webhook.services {
-		if !called[svc.Name] {
-			return nil, fmt.Errorf("webhook Service %q: no place in the bundle: OLM creates only the Services of webhooks", svc.Name)
-		}
-	}
 	if len(in.webhook.configs) == 0 && len(in.webhook.secrets) > 0 {
 		return nil, fmt.Errorf("webhook Secret %q: no place in the bundle: only a webhook's certificate, which OLM provides", in.webhook.secrets[0].Name)
 	}

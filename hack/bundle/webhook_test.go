@@ -102,6 +102,12 @@ func TestGenerateWebhook(t *testing.T) {
 	if diff := cmp.Diff([]string{"--leader-elect", "--disable-cert-rotation"}, pod.Containers[0].Args); diff != "" {
 		t.Errorf("The CSV's operator args (-want +got):\n%s", diff)
 	}
+	// OLM creates the webhook's Service from the definition: the bundle does not ship it.
+	for _, obj := range unboundManifests(in) {
+		if obj.GetKind() == "Service" && obj.GetName() == "op-webhook" {
+			t.Errorf("The bundle ships the webhook's Service %s", obj.GetName())
+		}
+	}
 }
 
 func TestGenerateWebhookRefuses(t *testing.T) {
@@ -110,11 +116,11 @@ func TestGenerateWebhookRefuses(t *testing.T) {
 		edit    func(*testing.T, []*unstructured.Unstructured) []*unstructured.Unstructured
 		wantErr string
 	}{
-		{name: "a Service no webhook calls",
+		{name: "a certificate Secret without a webhook",
 			edit: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 				return without(objs, "ValidatingWebhookConfiguration", "")
 			},
-			wantErr: `Service "op-webhook": no place in the bundle`},
+			wantErr: `webhook Secret "op-webhook-cert": no place in the bundle`},
 		{name: "a certificate Secret the Deployment does not mount",
 			edit: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 				d := find(t, objs, "Deployment", "op-system")

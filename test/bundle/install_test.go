@@ -81,7 +81,7 @@ func TestKustomizeDefaultAppliesServerDryRun(t *testing.T) {
 			t.Errorf("Server dry-run create of %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 		}
 	}
-	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment"} {
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Deployment", "Service"} {
 		if !kinds[kind] {
 			t.Errorf("kustomize build config/default has no %s", kind)
 		}

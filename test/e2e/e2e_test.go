@@ -244,6 +244,7 @@ func TestDeleteCollectsEverything(t *testing.T) {
 	selector := client.MatchingLabels{"scheduling.schedops.io/profile": p.Name}
 	lists := map[string]client.ObjectList{
 		"Deployments": &appsv1.DeploymentList{}, "ConfigMaps": &corev1.ConfigMapList{}, "ServiceAccounts": &corev1.ServiceAccountList{},
+		"Services": &corev1.ServiceList{},
 	}
 	count := func() map[string]int {
 		out := map[string]int{}

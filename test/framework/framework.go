@@ -84,8 +84,12 @@ func start(cfg *rest.Config, o controllers.ManagerOptions, withController bool) 
 	// manager here has a logger of its own.
 	setGlobalLogger.Do(func() { ctrl.SetLogger(logr.Discard()) })
 	log := &Log{}
-	// Tests serve no endpoints: several managers run in one process, and on shared machines.
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	// Tests serve no endpoints: several managers run in one process, and on shared machines. A
+	// test of the metrics endpoint asks for it on a free port.
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = "0"
+	}
+	o.HealthProbeBindAddress = "0"
 	opts := o.ControllerRuntimeOptions()
 	opts.Logger = funcr.New(log.write, funcr.Options{Verbosity: 1})
 	// The tests of a package start a manager with the same controller one after the other.

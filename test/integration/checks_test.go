@@ -55,6 +55,7 @@ func (k *cluster) checkOwnedObjects(t *testing.T, p *schedulingv1alpha1.Schedule
 	cm := objs[objConfigMap].(*corev1.ConfigMap)
 	checkConfigMap(t, p, schedulerName, cm, objs[objLeaseRole].(*rbacv1.Role))
 	checkDeployment(t, p, cm, objs[objDeployment].(*appsv1.Deployment))
+	checkMetricsService(t, objs[objService].(*corev1.Service), objs[objDeployment].(*appsv1.Deployment))
 }
 
 // checkControlledBy checks that obj has p as its controller, so that deleting p collects it.

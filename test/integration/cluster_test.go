@@ -103,6 +103,7 @@ func (k *cluster) deleteObjectsOf(ctx context.Context, t *testing.T, label, owne
 		{&appsv1.Deployment{}, operatorNamespace},
 		{&corev1.ConfigMap{}, operatorNamespace},
 		{&corev1.ServiceAccount{}, operatorNamespace},
+		{&corev1.Service{}, operatorNamespace},
 		{&rbacv1.Role{}, operatorNamespace},
 		{&rbacv1.RoleBinding{}, operatorNamespace},
 		{&rbacv1.RoleBinding{}, "kube-system"},

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +54,12 @@ func TestSharedSchedulerMembers(t *testing.T) {
 		}
 	}
 	checkSharedOwnership(t, k, s)
+	svc := &corev1.Service{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: sched + "--scheduler"}, svc); err != nil {
+		t.Errorf("The Scheduler's metrics Service: %v", err)
+	} else {
+		checkMetricsService(t, svc, k.schedulerDeployment(t, s))
+	}
 
 	t.Run("a change to one member rolls the scheduler once", func(t *testing.T) {
 		before := k.schedulerDeployment(t, s)
@@ -138,6 +145,7 @@ func checkSharedOwnership(t *testing.T, k *cluster, s *schedulingv1alpha1.Schedu
 	keys := map[client.Object]client.ObjectKey{
 		&appsv1.Deployment{}:     {Namespace: operatorNamespace, Name: s.Name + ".scheduler"},
 		&corev1.ServiceAccount{}: {Namespace: operatorNamespace, Name: s.Name + ".scheduler"},
+		&corev1.Service{}:        {Namespace: operatorNamespace, Name: s.Name + "--scheduler"},
 		&corev1.ConfigMap{}:      {Namespace: operatorNamespace, Name: s.Status.ConfigMapName},
 	}
 	for obj, key := range keys {
@@ -200,12 +208,17 @@ func TestSharedAndDedicatedOfTheSameName(t *testing.T) {
 		t.Fatalf("the mover's own scheduler is gone before the Scheduler serves it: %v", err)
 	}
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)
-	testutil.Eventually(t, reconcileTimeout, "the mover's own Deployment to be removed", func(ctx context.Context) error {
-		err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: mover + "-scheduler"}, &appsv1.Deployment{})
-		if err == nil {
-			return fmt.Errorf("%s-scheduler still exists", mover)
+	testutil.Eventually(t, reconcileTimeout, "the mover's own Deployment and metrics Service to be removed", func(ctx context.Context) error {
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+			err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: mover + "-scheduler"}, obj)
+			if err == nil {
+				return fmt.Errorf("%T %s-scheduler still exists", obj, mover)
+			}
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
 		}
-		return client.IgnoreNotFound(err)
+		return nil
 	})
 	if _, err := k.getProfile(t.Context(), name); err != nil {
 		t.Fatal(err)

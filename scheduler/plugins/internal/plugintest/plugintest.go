@@ -42,7 +42,7 @@ func TestNew(t *testing.T, factory frameworkruntime.PluginFactory, name string, 
 }
 
 // New builds a plugin with its factory and args, and fails the test if the factory refuses them.
-func New[T fwk.Plugin](t *testing.T, factory frameworkruntime.PluginFactory, args runtime.Object) T {
+func New[T fwk.Plugin](t testing.TB, factory frameworkruntime.PluginFactory, args runtime.Object) T {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	p, err := factory(ctx, args, nil)

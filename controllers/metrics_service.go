@@ -1,0 +1,26 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+)
+
+// buildService exposes the scheduler pods' secure port, where kube-scheduler serves /metrics to
+// callers allowed the nonResourceURL, so that one ServiceMonitor selecting the operator's
+// managed-by label scrapes every managed scheduler. It is headless: a scraper reaches each pod
+// (every replica has its own metrics, the leader's are the ones that schedule), and a virtual
+// IP would only balance between them.
+func buildService(proc *process, s settings) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(proc.names.service(), s.namespace).
+		WithLabels(proc.labels()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithClusterIP(corev1.ClusterIPNone).
+			WithSelector(proc.selectorLabels()).
+			WithPorts(corev1ac.ServicePort().
+				WithName(securePortName).
+				WithPort(securePort).
+				WithTargetPort(intstr.FromString(securePortName)).
+				WithProtocol(corev1.ProtocolTCP)))
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
+)
+
+const (
+	// operatorNamespace is where the operator puts the schedulers' objects.
+	operatorNamespace = "scheduler-profile-operator-system"
+	// profileController is the name of the SchedulerProfile controller in the controller-runtime
+	// metrics.
+	profileController = "schedulerprofile"
+	// quiet is how long the reconcile count must stay still for the operator to count as idle.
+	quiet = 3 * time.Second
+)
+
+// operatorResult is what the operator benchmark measured, passed from the child process to the
+// parent as JSON.
+type operatorResult struct {
+	Profiles int
+	// Settle is the time from the first create until every profile was ConfigValid with its
+	// Deployment applied, and Reconciles the reconciles the operator made by then.
+	Settle     time.Duration
+	Reconciles float64
+	// PeakRSS is the VmHWM of the child process once every profile was Available.
+	PeakRSS int64
+	// ResyncReconciles and ResyncWrites are the reconciles and write requests of a restarted
+	// operator's pass over every settled profile; ResyncWriteSample names a few of the writes.
+	ResyncReconciles  float64
+	ResyncWrites      int
+	ResyncWriteSample []string
+	Resync            time.Duration
+}
+
+// benchOperator runs the operator benchmark in a child process (this command with
+// --operator-child), so that the peak resident memory it reports is that of a process that runs
+// the operator and little else, and turns its result into rows.
+func benchOperator(ctx context.Context, o options) ([]stats.Row, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	out, err := filepath.Abs(filepath.Join(o.dir, "operator.json"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, append(os.Args[1:], "--operator-child="+out)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("the operator benchmark's process: %w", err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	var r operatorResult
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	one := func(v float64) stats.Summary { return stats.Summarize([]float64{v}) }
+	const name = "operator"
+	writes := fmt.Sprintf("goal 0: %s", verdict(r.ResyncWrites == 0))
+	if r.ResyncWrites > 0 {
+		writes += "; " + strings.Join(r.ResyncWriteSample, ", ")
+	}
+	return []stats.Row{
+		{Benchmark: name, Measure: fmt.Sprintf("%d profiles created at once: all ConfigValid, Deployment applied", r.Profiles),
+			Value: one(r.Settle.Seconds()), Unit: "s", Decimals: 1, Note: "in-process operator (controllers.SetupManager), envtest"},
+		{Benchmark: name, Measure: "  reconciles per second until then", Value: one(r.Reconciles / r.Settle.Seconds()), Unit: "/s", Decimals: 1,
+			Note: fmt.Sprintf("%.0f reconciles (controller_runtime_reconcile_total)", r.Reconciles)},
+		{Benchmark: name, Measure: "  peak resident memory (VmHWM)", Value: one(cluster.MiB(r.PeakRSS)), Unit: "MiB", Decimals: 1,
+			Note: "of the process running the operator and the benchmark's client"},
+		{Benchmark: name, Measure: fmt.Sprintf("steady-state resync of all %d: write requests", r.Profiles), Value: one(float64(r.ResyncWrites)), Decimals: 0,
+			Note: fmt.Sprintf("%s; %.0f reconciles in %.1f s by a restarted operator", writes, r.ResyncReconciles, r.Resync.Seconds())},
+	}, nil
+}
+
+// operatorChild is the operator benchmark proper. It creates o.operatorProfiles profiles at once
+// on an envtest apiserver with the operator running in this process, waits until each is
+// ConfigValid with its Deployment applied, marks the Deployments available (no Deployment
+// controller runs) and waits until the operator is idle. Then it restarts the operator, whose
+// new cache lists every profile and reconciles each once, and counts the write requests of that
+// pass: the steady state, in which nothing should be written.
+func operatorChild(ctx context.Context, o options) error {
+	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "operator"), o.crds)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		return err
+	}
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return err
+	}
+	stop, err := startOperator(ctx, c.Config)
+	if err != nil {
+		return err
+	}
+	r := operatorResult{Profiles: o.operatorProfiles}
+	begin := time.Now()
+	err = cluster.Parallel(ctx, r.Profiles, func(ctx context.Context, i int) error {
+		// The memory benchmark's kinds of profile, each named on its own.
+		p := benchProfile(i % 20)
+		p.Name = fmt.Sprintf("bench-%03d", i)
+		return admin.Create(ctx, p)
+	})
+	if err != nil {
+		stop()
+		return fmt.Errorf("creating the profiles: %w", err)
+	}
+	fmt.Printf("Created %d profiles in %s\n", r.Profiles, time.Since(begin).Round(100*time.Millisecond))
+	if err := waitProfiles(ctx, admin, o, "ConfigValid with a Deployment", configValid); err != nil {
+		stop()
+		return err
+	}
+	r.Settle, r.Reconciles = time.Since(begin), reconciles()
+	fmt.Printf("All ConfigValid with their Deployment in %s, %.0f reconciles\n", r.Settle.Round(100*time.Millisecond), r.Reconciles)
+
+	if err := markDeploymentsAvailable(ctx, admin); err != nil {
+		stop()
+		return err
+	}
+	if err := waitProfiles(ctx, admin, o, "Available", available); err != nil {
+		stop()
+		return err
+	}
+	waitIdle(ctx)
+	m, err := cluster.ReadMemory("self")
+	if err != nil {
+		stop()
+		return err
+	}
+	r.PeakRSS = m.HWM
+	stop()
+
+	var requests requestLog
+	before := reconciles()
+	resync := time.Now()
+	stop, err = startOperator(ctx, requests.wrap(c.Config))
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.deadline, true, func(context.Context) (bool, error) {
+		return reconciles()-before >= float64(r.Profiles), nil
+	})
+	if err != nil {
+		stop()
+		return fmt.Errorf("waiting for the restarted operator to reconcile every profile: %w", err)
+	}
+	r.Resync = time.Since(resync)
+	waitIdle(ctx)
+	stop()
+	r.ResyncReconciles = reconciles() - before
+	writes := requests.writes()
+	r.ResyncWrites = len(writes)
+	r.ResyncWriteSample = writes[:min(len(writes), 5)]
+	fmt.Printf("Resync: %.0f reconciles in %s, %d write requests\n", r.ResyncReconciles, r.Resync.Round(100*time.Millisecond), r.ResyncWrites)
+
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.operatorChild, data, 0o644)
+}
+
+// startOperator starts the operator as main wires it (controllers.SetupManager on the options of
+// ManagerOptions), without endpoints and logs, and with controller names allowed to repeat so
+// that a second manager can follow the first in this process. It returns once the cache has
+// synced; stop stops the manager and waits for it.
+func startOperator(ctx context.Context, cfg *rest.Config) (stop func(), err error) {
+	o := controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: "scheduler-profile-operator:bench",
+		MetricsBindAddress: "0", HealthProbeBindAddress: "0"}
+	opts := o.ControllerRuntimeOptions()
+	opts.Logger = logr.Discard()
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := controllers.SetupManager(mgr, o); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: the operator stopped with:", err)
+		}
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		stop()
+		return nil, fmt.Errorf("the operator's cache did not sync")
+	}
+	return stop, nil
+}
+
+func configValid(p *v1alpha1.SchedulerProfile) bool {
+	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionConfigValid) && p.Status.DeploymentName != ""
+}
+
+func available(p *v1alpha1.SchedulerProfile) bool {
+	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionAvailable)
+}
+
+// waitProfiles polls until every profile is done, and, for configValid, until the Deployment
+// named in each status exists.
+func waitProfiles(ctx context.Context, admin client.Client, o options, what string, done func(*v1alpha1.SchedulerProfile) bool) error {
+	var n int
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, o.deadline, true, func(ctx context.Context) (bool, error) {
+		var list v1alpha1.SchedulerProfileList
+		if err := admin.List(ctx, &list); err != nil {
+			return false, err
+		}
+		n = 0
+		for i := range list.Items {
+			if done(&list.Items[i]) {
+				n++
+			}
+		}
+		return n == o.operatorProfiles, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d profiles %s: %w", n, o.operatorProfiles, what, err)
+	}
+	var deployments appsv1.DeploymentList
+	if err := admin.List(ctx, &deployments, client.InNamespace(operatorNamespace), client.HasLabels{controllers.LabelProfile}); err != nil {
+		return err
+	}
+	if len(deployments.Items) != o.operatorProfiles {
+		return fmt.Errorf("%d Deployments for %d profiles", len(deployments.Items), o.operatorProfiles)
+	}
+	return nil
+}
+
+// markDeploymentsAvailable writes the status the Deployment controller (absent in envtest)
+// would write once every replica of the current template is available.
+func markDeploymentsAvailable(ctx context.Context, admin client.Client) error {
+	var list appsv1.DeploymentList
+	if err := admin.List(ctx, &list, client.InNamespace(operatorNamespace), client.HasLabels{controllers.LabelProfile}); err != nil {
+		return err
+	}
+	return cluster.Parallel(ctx, len(list.Items), func(ctx context.Context, i int) error {
+		key := client.ObjectKeyFromObject(&list.Items[i])
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d := &appsv1.Deployment{}
+			if err := admin.Get(ctx, key, d); err != nil {
+				return err
+			}
+			n := ptr.Deref(d.Spec.Replicas, 1)
+			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+			return admin.Status().Update(ctx, d)
+		})
+	})
+}
+
+// reconciles is the SchedulerProfile controller's controller_runtime_reconcile_total, summed
+// over results, from the registry that every manager of this process counts into.
+func reconciles() float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == profileController {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// waitIdle waits until the reconcile count has not moved for quiet.
+func waitIdle(ctx context.Context) {
+	last, since := reconciles(), time.Now()
+	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, false, func(context.Context) (bool, error) {
+		if n := reconciles(); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= quiet, nil
+	})
+}
+
+// requestLog records the requests of the clients of a rest.Config: the wire-level count of
+// writes, whatever client made them.
+type requestLog struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+func (l *requestLog) wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			l.mu.Lock()
+			l.requests = append(l.requests, req.Method+" "+req.URL.Path)
+			l.mu.Unlock()
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+// writes are the requests recorded that are not reads (GET: lists, gets and watches).
+func (l *requestLog) writes() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var w []string
+	for _, r := range l.requests {
+		if !strings.HasPrefix(r, http.MethodGet+" ") {
+			w = append(w, r)
+		}
+	}
+	return w
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -1,0 +1,80 @@
+package bundle
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// serviceMonitor is the part of a monitoring.coreos.com/v1 ServiceMonitor that finds its targets.
+type serviceMonitor struct {
+	Spec struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port   string `json:"port"`
+			Scheme string `json:"scheme"`
+			Path   string `json:"path"`
+		} `json:"endpoints"`
+	} `json:"spec"`
+}
+
+// TestOperatorMetricsAreReachable follows a scrape of the operator through the kustomize output:
+// config/prometheus's ServiceMonitor selects config/default's metrics Service and scrapes one of
+// its ports over HTTPS; the Service selects the operator's pods and targets the container port
+// the operator serves its metrics on, securely.
+func TestOperatorMetricsAreReachable(t *testing.T) {
+	objs := kustomizeBuild(t, "config/default", "registry.example/scheduler-profile-operator:v0.0.1")
+	svc := &corev1.Service{}
+	fromUnstructured(t, findObject(t, objs, "Service"), svc)
+	d := &appsv1.Deployment{}
+	fromUnstructured(t, findObject(t, objs, "Deployment"), d)
+	c := d.Spec.Template.Spec.Containers[0]
+
+	if len(svc.Spec.Selector) == 0 || !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("Service %s selects %v, not the operator's pods %v", svc.Name, svc.Spec.Selector, d.Spec.Template.Labels)
+	}
+	if len(svc.Spec.Ports) != 1 {
+		t.Fatalf("Service %s has ports %+v, want one", svc.Name, svc.Spec.Ports)
+	}
+	port := svc.Spec.Ports[0]
+	i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == port.TargetPort.StrVal })
+	if i < 0 {
+		t.Fatalf("Service %s targets port %v, which the container does not declare (%+v)", svc.Name, port.TargetPort, c.Ports)
+	}
+	if !slices.Contains(c.Args, "--metrics-bind-address=:"+strconv.Itoa(int(c.Ports[i].ContainerPort))) || !slices.Contains(c.Args, "--metrics-secure") {
+		t.Errorf("The operator's args %q do not serve metrics securely on the container port %d that the Service targets", c.Args, c.Ports[i].ContainerPort)
+	}
+
+	var monitors []serviceMonitor
+	for _, obj := range kustomizeBuild(t, "config/prometheus", "registry.example/scheduler-profile-operator:v0.0.1") {
+		if obj.GetKind() != "ServiceMonitor" {
+			t.Errorf("config/prometheus holds a %s", obj.GetKind())
+			continue
+		}
+		var m serviceMonitor
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &m); err != nil {
+			t.Fatalf("Decoding ServiceMonitor %s: %v", obj.GetName(), err)
+		}
+		if strings.HasSuffix(obj.GetName(), "controller-manager-metrics-monitor") {
+			monitors = append(monitors, m)
+		}
+	}
+	if len(monitors) != 1 {
+		t.Fatalf("config/prometheus has %d ServiceMonitors of the operator, want 1", len(monitors))
+	}
+	m := monitors[0]
+	selector, err := metav1.LabelSelectorAsSelector(&m.Spec.Selector)
+	if err != nil || selector.Empty() || !selector.Matches(labels.Set(svc.Labels)) {
+		t.Errorf("The operator's ServiceMonitor (selector %v, %v) does not select Service %s %v", selector, err, svc.Name, svc.Labels)
+	}
+	if len(m.Spec.Endpoints) != 1 || m.Spec.Endpoints[0].Port != port.Name || m.Spec.Endpoints[0].Scheme != "https" || m.Spec.Endpoints[0].Path != "/metrics" {
+		t.Errorf("The operator's ServiceMonitor scrapes %+v, want /metrics on port %q over https", m.Spec.Endpoints, port.Name)
+	}
+}

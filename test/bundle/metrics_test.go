@@ -32,7 +32,7 @@ type serviceMonitor struct {
 func TestOperatorMetricsAreReachable(t *testing.T) {
 	objs := kustomizeBuild(t, "config/default", "registry.example/scheduler-profile-operator:v0.0.1")
 	svc := &corev1.Service{}
-	fromUnstructured(t, findObject(t, objs, "Service"), svc)
+	fromUnstructured(t, findNamed(t, objs, "Service", "scheduler-profile-operator-controller-manager-metrics-service"), svc)
 	d := &appsv1.Deployment{}
 	fromUnstructured(t, findObject(t, objs, "Deployment"), d)
 	c := d.Spec.Template.Spec.Containers[0]

@@ -155,14 +155,20 @@ func decodeYAML(t *testing.T, data []byte) []*unstructured.Unstructured {
 // findObject returns the one object of kind in objs, or fails.
 func findObject(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
 	t.Helper()
+	return findNamed(t, objs, kind, "")
+}
+
+// findNamed is the one object of the kind with the name (any name when name is "") in objs.
+func findNamed(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
 	var found []*unstructured.Unstructured
 	for _, obj := range objs {
-		if obj.GetKind() == kind {
+		if obj.GetKind() == kind && (name == "" || obj.GetName() == name) {
 			found = append(found, obj)
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("Found %d objects of kind %s, want 1", len(found), kind)
+		t.Fatalf("Found %d objects of kind %s named %q, want 1", len(found), kind, name)
 	}
 	return found[0]
 }

@@ -89,10 +89,10 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 		nsRole     rbacv1.Role
 	)
 	fromUnstructured(t, findObject(t, objs, "ValidatingWebhookConfiguration"), &vwc)
-	fromUnstructured(t, findObject(t, objs, "Service"), &svc)
+	fromUnstructured(t, findNamed(t, objs, "Service", controllers.DefaultWebhookServiceName), &svc)
 	fromUnstructured(t, findObject(t, objs, "Secret"), &secret)
 	fromUnstructured(t, findObject(t, objs, "Deployment"), &deployment)
-	fromUnstructured(t, findObject(t, objs, "ClusterRole"), &role)
+	fromUnstructured(t, findNamed(t, objs, "ClusterRole", "scheduler-profile-operator-manager-role"), &role)
 	for _, obj := range objs {
 		if obj.GetKind() == "Role" && obj.GetNamespace() == deployment.Namespace {
 			fromUnstructured(t, obj, &nsRole)

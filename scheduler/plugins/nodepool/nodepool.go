@@ -5,11 +5,10 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -29,18 +28,8 @@ const (
 
 // NodePool filters out the nodes whose labels do not match the configured node selector.
 type NodePool struct {
-	// requirements are the node selector's, parsed once in New (args never change while the
-	// scheduler runs); a node matches when it meets all of them.
-	requirements []requirement
-}
-
-// requirement is one requirement of the node selector, matched with a single lookup in the
-// node's labels. Filter runs on hundreds of nodes per pod, and a profile showed the generic
-// labels.Selector (two lookups per requirement, through an interface) as the plugin's whole cost.
-type requirement struct {
-	key    string
-	op     selection.Operator
-	values []string
+	// selector is parsed once in New: args never change while the scheduler runs.
+	selector labels.Selector
 }
 
 var (
@@ -63,20 +52,7 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, fmt.Errorf("parsing nodeSelector: %w", err)
 	}
-	reqs, selectable := selector.Requirements()
-	if !selectable {
-		return nil, fmt.Errorf("nodeSelector selects no node")
-	}
-	pl := &NodePool{}
-	for _, r := range reqs {
-		switch op := r.Operator(); op {
-		case selection.In, selection.Equals, selection.NotIn, selection.Exists, selection.DoesNotExist:
-			pl.requirements = append(pl.requirements, requirement{key: r.Key(), op: op, values: r.ValuesUnsorted()})
-		default:
-			return nil, fmt.Errorf("nodeSelector: operator %q is not supported", op)
-		}
-	}
-	return pl, nil
+	return &NodePool{selector: selector}, nil
 }
 
 // Name returns the name of the plugin.
@@ -94,7 +70,7 @@ func (pl *NodePool) SignPod(_ context.Context, _ *v1.Pod) ([]fwk.SignFragment, *
 // narrows the nodes with a PreFilterResult: the framework would then reject the others with a
 // generic "didn't satisfy plugin" message instead of ErrReasonOutsidePool.
 func (pl *NodePool) PreFilter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	if len(pl.requirements) == 0 {
+	if pl.selector.Empty() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
@@ -141,27 +117,6 @@ func (pl *NodePool) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod
 	return fwk.Queue, nil
 }
 
-// inPool reports whether node meets every requirement of the node selector, as
-// labels.Selector.Matches would.
 func (pl *NodePool) inPool(node *v1.Node) bool {
-	for _, r := range pl.requirements {
-		if !r.matches(node.Labels) {
-			return false
-		}
-	}
-	return true
-}
-
-func (r requirement) matches(nodeLabels map[string]string) bool {
-	value, ok := nodeLabels[r.key]
-	switch r.op {
-	case selection.In, selection.Equals:
-		return ok && slices.Contains(r.values, value)
-	case selection.NotIn:
-		return !ok || !slices.Contains(r.values, value)
-	case selection.Exists:
-		return ok
-	default: // selection.DoesNotExist; New admits no other operator.
-		return !ok
-	}
+	return pl.selector.Matches(labels.Set(node.Labels))
 }

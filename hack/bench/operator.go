@@ -92,7 +92,7 @@ func benchOperator(ctx context.Context, o options) ([]stats.Row, error) {
 	}
 	return []stats.Row{
 		{Benchmark: name, Measure: fmt.Sprintf("%d profiles created at once: all ConfigValid, Deployment applied", r.Profiles),
-			Value: one(r.Settle.Seconds()), Unit: "s", Decimals: 1, Note: "in-process operator (controllers.SetupManager), envtest"},
+			Value: one(r.Settle.Seconds()), Unit: "s", Decimals: 1, Note: "operator in a child process (controllers.SetupManager), envtest"},
 		{Benchmark: name, Measure: "  reconciles per second until then", Value: one(r.Reconciles / r.Settle.Seconds()), Unit: "/s", Decimals: 1,
 			Note: fmt.Sprintf("%.0f reconciles (controller_runtime_reconcile_total)", r.Reconciles)},
 		{Benchmark: name, Measure: "  peak resident memory (VmHWM)", Value: one(cluster.MiB(r.PeakRSS)), Unit: "MiB", Decimals: 1,

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -29,6 +27,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 const (
@@ -162,10 +161,10 @@ func operatorChild(ctx context.Context, o options) error {
 	r.PeakRSS = m.HWM
 	stop()
 
-	var requests requestLog
+	var requests testutil.RequestLog
 	before := reconciles()
 	resync := time.Now()
-	stop, err = startOperator(ctx, requests.wrap(c.Config))
+	stop, err = startOperator(ctx, requests.Wrap(c.Config))
 	if err != nil {
 		return err
 	}
@@ -180,7 +179,7 @@ func operatorChild(ctx context.Context, o options) error {
 	waitIdle(ctx)
 	stop()
 	r.ResyncReconciles = reconciles() - before
-	writes := requests.writes()
+	writes, _ := requests.Take()
 	r.ResyncWrites = len(writes)
 	r.ResyncWriteSample = writes[:min(len(writes), 5)]
 	fmt.Printf("Resync: %.0f reconciles in %s, %d write requests\n", r.ResyncReconciles, r.Resync.Round(100*time.Millisecond), r.ResyncWrites)
@@ -317,40 +316,3 @@ func waitIdle(ctx context.Context) {
 		return time.Since(since) >= quiet, nil
 	})
 }
-
-// requestLog records the requests of the clients of a rest.Config: the wire-level count of
-// writes, whatever client made them.
-type requestLog struct {
-	mu       sync.Mutex
-	requests []string
-}
-
-func (l *requestLog) wrap(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			l.mu.Lock()
-			l.requests = append(l.requests, req.Method+" "+req.URL.Path)
-			l.mu.Unlock()
-			return rt.RoundTrip(req)
-		})
-	})
-	return cfg
-}
-
-// writes are the requests recorded that are not reads (GET: lists, gets and watches).
-func (l *requestLog) writes() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var w []string
-	for _, r := range l.requests {
-		if !strings.HasPrefix(r, http.MethodGet+" ") {
-			w = append(w, r)
-		}
-	}
-	return w
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

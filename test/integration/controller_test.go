@@ -105,8 +105,8 @@ func TestControllerSteadyStateWritesNothing(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
 	mgr := framework.StartManager(t, k.cfg, operatorOptions).Manager
-	var requests requestLog
-	base, err := client.NewWithWatch(requests.wrap(k.cfg), client.Options{
+	var requests testutil.RequestLog
+	base, err := client.NewWithWatch(requests.Wrap(k.cfg), client.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
 		Cache:  &client.CacheOptions{Reader: mgr.GetCache()},
@@ -133,7 +133,7 @@ func TestControllerSteadyStateWritesNothing(t *testing.T) {
 		}
 		var res result
 		res.calls = calls.take()
-		res.writeRequests, res.requests = requests.take()
+		res.writeRequests, res.requests = requests.Take()
 		for len(recorder.Events) > 0 {
 			res.events = append(res.events, <-recorder.Events)
 		}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
@@ -101,42 +98,3 @@ func countWrites(c client.WithWatch, log *writeLog) client.WithWatch {
 		},
 	})
 }
-
-// requestLog records the HTTP requests of a rest.Config's clients: the wire-level count of
-// writes, whatever client method made them.
-type requestLog struct {
-	mu       sync.Mutex
-	requests []string
-}
-
-func (l *requestLog) wrap(rc *rest.Config) *rest.Config {
-	rc = rest.CopyConfig(rc)
-	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			l.mu.Lock()
-			l.requests = append(l.requests, req.Method+" "+req.URL.Path)
-			l.mu.Unlock()
-			return rt.RoundTrip(req)
-		})
-	})
-	return rc
-}
-
-// take returns the write requests (anything but GET) and the number of all requests recorded so
-// far, and forgets them.
-func (l *requestLog) take() (writes []string, all int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, r := range l.requests {
-		if !strings.HasPrefix(r, http.MethodGet+" ") {
-			writes = append(writes, r)
-		}
-	}
-	all = len(l.requests)
-	l.requests = nil
-	return writes, all
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

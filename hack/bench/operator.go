@@ -21,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
@@ -286,22 +285,9 @@ func markDeploymentsAvailable(ctx context.Context, admin client.Client) error {
 // reconciles is the SchedulerProfile controller's controller_runtime_reconcile_total, summed
 // over results, from the registry that every manager of this process counts into.
 func reconciles() float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	total, err := testutil.CounterSum("controller_runtime_reconcile_total", "controller", profileController)
 	if err != nil {
 		return 0
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == profileController {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
 	}
 	return total
 }

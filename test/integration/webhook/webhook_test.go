@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -55,22 +54,9 @@ func readInvalidTable(t *testing.T) []invalidProfile {
 // webhookCalls counts the admission reviews the operator's webhook server answered at path.
 func webhookCalls(t *testing.T, path string) float64 {
 	t.Helper()
-	families, err := metrics.Registry.Gather()
+	calls, err := testutil.CounterSum("controller_runtime_webhook_requests_total", "webhook", path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var calls float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "webhook" && l.GetValue() == path {
-					calls += m.GetCounter().GetValue()
-				}
-			}
-		}
 	}
 	return calls
 }

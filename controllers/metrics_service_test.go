@@ -24,7 +24,7 @@ func TestBuildService(t *testing.T) {
 		{
 			name:     "a profile's own scheduler",
 			proc:     dedicated(testutil.MakeProfile("binpack").Obj()),
-			wantName: "binpack-scheduler",
+			wantName: "metrics-binpack-scheduler",
 			wantLabels: map[string]string{
 				"app.kubernetes.io/name": "kube-scheduler", "app.kubernetes.io/instance": "binpack",
 				"app.kubernetes.io/managed-by": "scheduler-profile-operator", "app.kubernetes.io/component": "scheduler",
@@ -35,7 +35,7 @@ func TestBuildService(t *testing.T) {
 		{
 			name:     "a shared Scheduler, named without the dot its Deployment has",
 			proc:     sharedProcess(testutil.MakeScheduler("batch").Replicas(2).Obj()),
-			wantName: "batch--scheduler",
+			wantName: "metrics-batch--scheduler",
 			wantLabels: map[string]string{
 				"app.kubernetes.io/name": "kube-scheduler", "app.kubernetes.io/instance": "batch",
 				"app.kubernetes.io/managed-by": "scheduler-profile-operator", "app.kubernetes.io/component": "scheduler",

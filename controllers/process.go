@@ -49,11 +49,12 @@ func (n objectNames) serviceAccount() string       { return n.base + n.sep + "sc
 func (n objectNames) configMap(hash string) string { return n.base + n.sep + "config-" + hash }
 func (n objectNames) leaseRole() string            { return n.base + n.sep + "scheduler-lease" }
 
-// service names the metrics Service. A Service name is a DNS-1123 label, without ".": a
-// Scheduler's is "<name>--scheduler", which no profile's "<name>-scheduler" can be, since a
+// service names the metrics Service. A Service name is a DNS-1035 label: no "." and a letter
+// first, while a profile's or Scheduler's name may start with a digit. A Scheduler's is
+// "metrics-<name>--scheduler", which no profile's "metrics-<name>-scheduler" can be, since a
 // profile name does not end in "-".
 func (n objectNames) service() string {
-	return n.base + strings.ReplaceAll(n.sep, ".", "--") + "scheduler"
+	return "metrics-" + n.base + strings.ReplaceAll(n.sep, ".", "--") + "scheduler"
 }
 
 func (n objectNames) clusterRoleBinding(role string) string {

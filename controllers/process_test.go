@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -28,7 +30,7 @@ func TestDedicatedNamesUnchanged(t *testing.T) {
 	want := map[string]string{
 		"Deployment":                        "binpack-scheduler",
 		"ServiceAccount":                    "binpack-scheduler",
-		"Service":                           "binpack-scheduler",
+		"Service":                           "metrics-binpack-scheduler",
 		"ConfigMap":                         "binpack-config-0123456789",
 		"lease Role":                        "binpack-scheduler-lease",
 		"lease":                             "binpack",
@@ -59,6 +61,22 @@ func TestSchedulerAndProfileNamesNeverCollide(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestServiceNamesAreDNS1035Labels: a Service name must start with a letter, while a profile's
+// or Scheduler's name may start with a digit and be 40 characters long.
+func TestServiceNamesAreDNS1035Labels(t *testing.T) {
+	long := strings.Repeat("9", 40)
+	for _, proc := range []*process{
+		dedicated(testutil.MakeProfile("1gpu").Obj()),
+		dedicated(testutil.MakeProfile(long).Obj()),
+		sharedProcess(testutil.MakeScheduler("1gpu").Obj()),
+		sharedProcess(testutil.MakeScheduler(long).Obj()),
+	} {
+		if errs := validation.IsDNS1035Label(proc.names.service()); len(errs) > 0 {
+			t.Errorf("Service name %q: %v", proc.names.service(), errs)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func ownedKeys(p *schedulingv1alpha1.SchedulerProfile, configMap string) map[str
 		objLeaseRole:              &rbacv1.Role{ObjectMeta: inNS(p.Name + "-scheduler-lease")},
 		objLeaseRoleBinding:       &rbacv1.RoleBinding{ObjectMeta: inNS(p.Name + "-scheduler-lease")},
 		objConfigMap:              &corev1.ConfigMap{ObjectMeta: inNS(configMap)},
-		objService:                &corev1.Service{ObjectMeta: inNS(p.Name + "-scheduler")},
+		objService:                &corev1.Service{ObjectMeta: inNS("metrics-" + p.Name + "-scheduler")},
 		objDeployment:             &appsv1.Deployment{ObjectMeta: inNS(p.Name + "-scheduler")},
 	}
 }

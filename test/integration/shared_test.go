@@ -55,7 +55,7 @@ func TestSharedSchedulerMembers(t *testing.T) {
 	}
 	checkSharedOwnership(t, k, s)
 	svc := &corev1.Service{}
-	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: sched + "--scheduler"}, svc); err != nil {
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: "metrics-" + sched + "--scheduler"}, svc); err != nil {
 		t.Errorf("The Scheduler's metrics Service: %v", err)
 	} else {
 		checkMetricsService(t, svc, k.schedulerDeployment(t, s))
@@ -145,7 +145,7 @@ func checkSharedOwnership(t *testing.T, k *cluster, s *schedulingv1alpha1.Schedu
 	keys := map[client.Object]client.ObjectKey{
 		&appsv1.Deployment{}:     {Namespace: operatorNamespace, Name: s.Name + ".scheduler"},
 		&corev1.ServiceAccount{}: {Namespace: operatorNamespace, Name: s.Name + ".scheduler"},
-		&corev1.Service{}:        {Namespace: operatorNamespace, Name: s.Name + "--scheduler"},
+		&corev1.Service{}:        {Namespace: operatorNamespace, Name: "metrics-" + s.Name + "--scheduler"},
 		&corev1.ConfigMap{}:      {Namespace: operatorNamespace, Name: s.Status.ConfigMapName},
 	}
 	for obj, key := range keys {

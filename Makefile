@@ -125,13 +125,18 @@ uninstall: ## Remove the CRD (and with it every SchedulerProfile) from the clust
 ##@ Control-plane binaries (from the Go module proxy; the Go build cache makes rebuilds a link step)
 
 .PHONY: k8s-binaries
-k8s-binaries: $(K8SBIN)/kube-apiserver $(K8SBIN)/kube-controller-manager $(K8SBIN)/etcd $(K8SBIN)/kwok ## Build kube-apiserver, kube-controller-manager, etcd and kwok into bin/k8s.
+k8s-binaries: $(K8SBIN)/kube-apiserver $(K8SBIN)/kube-controller-manager $(K8SBIN)/etcd $(K8SBIN)/kwok $(K8SBIN)/kubectl ## Build kube-apiserver, kube-controller-manager, etcd, kwok and kubectl into bin/k8s.
 
 $(K8SBIN)/kube-apiserver $(K8SBIN)/kube-controller-manager: go.mod go.sum
 	go build -ldflags '$(LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
 $(K8SBIN)/etcd: go.mod go.sum
 	go build -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
+
+# kubectl (for the e2e tier's `kubectl apply`) brings kustomize and more, so it is built from its
+# own tools module, at the operator's Kubernetes version.
+$(K8SBIN)/kubectl: hack/tools/kubectl/go.mod hack/tools/kubectl/go.sum hack/tools/kubectl/main.go
+	cd hack/tools/kubectl && go build -ldflags '$(LDFLAGS)' -o $@ .
 
 # kwok has dependency versions of its own, so it is built from its own tools module.
 $(K8SBIN)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum

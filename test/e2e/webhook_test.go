@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // webhookLabel selects the profiles the webhook reviews on the local cluster: the other tests
@@ -44,14 +45,11 @@ func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOp
 			return nil, err
 		}
 	}
-	l, err := net.Listen("tcp", "localhost:0")
+	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return nil, err
-	}
+	port := ports[0]
 	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		return nil, err
@@ -98,6 +96,13 @@ spec:
 `)
 	const fieldError = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
 
+	// The apiserver calls the webhook once it has seen its configuration and the operator serves.
+	testutil.Eventually(t, 30*time.Second, "the webhook to review a dry-run apply", func(context.Context) error {
+		if out, _ := kubectl(t, "apply", "--dry-run=server", "-f", broken); !strings.Contains(out, fieldError) {
+			return fmt.Errorf("kubectl apply --dry-run=server printed %q", out)
+		}
+		return nil
+	})
 	for _, args := range [][]string{{"apply", "--dry-run=server", "-f", broken}, {"apply", "-f", broken}} {
 		out, err := kubectl(t, args...)
 		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
@@ -124,7 +129,12 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", cluster.Kubeconfig()}, args...)...)
+	// The kubectl of the operator's Kubernetes version, which make builds into bin/k8s.
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", cluster.Kubeconfig()}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

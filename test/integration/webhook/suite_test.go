@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,12 +24,13 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 const (
 	// namespace is the operator's namespace.
-	namespace = "scheduler-profile-operator-system"
+	namespace = operatorenv.Namespace
 	// waitTimeout bounds every wait for the apiserver or the operator.
 	waitTimeout = 30 * time.Second
 )
@@ -95,21 +97,33 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%v\n%s", err, op.Log)
 		return 1
 	}
+	// The apiserver calls the webhook once its informer has seen the installed configuration.
+	invalid := testutil.MakeProfile("suite-webhook-ready").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
+	err = testutil.Poll(context.Background(), waitTimeout, func(ctx context.Context) error {
+		if err := k8sClient.Create(ctx, invalid.DeepCopy(), client.DryRunAll); !apierrors.IsInvalid(err) {
+			return fmt.Errorf("a dry-run create of an invalid profile: %v, want the webhook's refusal", err)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
 
 // waitServing waits until a TLS server answers at host:port.
 func waitServing(host string, port int, timeout time.Duration) error {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	deadline := time.Now().Add(timeout)
-	for {
+	err := testutil.Poll(context.Background(), timeout, func(context.Context) error {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only whether it serves
-		if err == nil {
-			return conn.Close()
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook does not serve at %s after %s: %w", addr, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return conn.Close()
+	})
+	if err != nil {
+		return fmt.Errorf("the webhook does not serve at %s: %w", addr, err)
 	}
+	return nil
 }

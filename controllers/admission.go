@@ -207,6 +207,11 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 	warnings := extenderWarnings(s.Spec.Extenders)
 	// The Scheduler's own settings are checked with a profile of upstream's defaults, which is
 	// valid by itself: what is refused is the Scheduler's.
+	// Extenders first: rendering refuses an inline key (which a stored Scheduler may still carry)
+	// as an error, not at its field.
+	if errs := profile.ValidateExtenders(s.Spec.Extenders, schedulerExtendersPath); len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
+	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
 	_, cfg, err := renderAlone(placeholder, proc, v.settings)
 	if err != nil {
@@ -228,19 +233,11 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 
 // checkMembers plans the Scheduler with its members as its reconciler does.
 func (v *schedulerValidator) checkMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process) (admission.Warnings, field.ErrorList, error) {
-	var list schedulingv1alpha1.SchedulerProfileList
-	if err := v.client.List(ctx, &list); err != nil {
-		return nil, nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
-	}
 	d, err := v.liveDeployment(ctx, proc)
 	if err != nil {
 		return nil, nil, err
 	}
-	running, err := v.runningEntries(ctx, s, proc, d)
-	if err != nil {
-		return nil, nil, err
-	}
-	pl, err := v.planMembers(s, proc, list.Items, running)
+	pl, err := v.planScheduler(ctx, s, proc, d)
 	if err != nil {
 		return nil, nil, err
 	}

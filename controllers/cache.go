@@ -11,7 +11,8 @@ import (
 )
 
 // CacheOptions keep the manager's cache to what the operator manages: namespaced objects of the
-// operator's namespace (and the authentication-reader RoleBindings in kube-system), and only
+// operator's namespace (Secrets, the extenders' client certificates, from there only; and the
+// authentication-reader RoleBindings in kube-system), and only
 // objects carrying the operator's managed-by label, so that its memory does not grow with the
 // cluster's ConfigMaps, ReplicaSets or ClusterRoleBindings.
 func CacheOptions(namespace string) cache.Options {
@@ -20,8 +21,6 @@ func CacheOptions(namespace string) cache.Options {
 	byObject := map[client.Object]cache.ByObject{
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},
 		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
-		// Extenders' client certificates: the operator may read Secrets of its own namespace only.
-		&corev1.Secret{}: {Namespaces: inNamespace},
 	}
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
 		byObject[obj] = cache.ByObject{Label: managed}

@@ -26,12 +26,13 @@ import (
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 const (
 	// operatorNamespace is where the operator puts the schedulers' objects.
-	operatorNamespace = "scheduler-profile-operator-system"
+	operatorNamespace = operatorenv.Namespace
 	// profileController is the name of the SchedulerProfile controller in the controller-runtime
 	// metrics.
 	profileController = "schedulerprofile"

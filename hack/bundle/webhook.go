@@ -29,7 +29,6 @@ type webhookInput struct {
 // each served by the operator's Deployment through the port its Service targets.
 func webhookDefinitions(in *input) ([]operatorsv1alpha1.WebhookDescription, error) {
 	var defs []operatorsv1alpha1.WebhookDescription
-	called := map[string]bool{}
 	for _, c := range in.webhook.configs {
 		for _, w := range c.Webhooks {
 			svc := w.ClientConfig.Service
@@ -40,7 +39,6 @@ func webhookDefinitions(in *input) ([]operatorsv1alpha1.WebhookDescription, erro
 			if i < 0 {
 				return nil, fmt.Errorf("ValidatingWebhookConfiguration %q: webhook %q calls Service %q, which is not in the input", c.Name, w.Name, svc.Name)
 			}
-			called[svc.Name] = true
 			target, err := webhookPort(in, in.webhook.services[i])
 			if err != nil {
 				return nil, err

@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
@@ -53,12 +52,8 @@ func TestOperatorMetricsEndpointAuthorizes(t *testing.T) {
 	k.bindClusterRole(t, metricsReaderRole, reader)
 	readerToken, strangerToken := k.serviceAccountToken(t, reader), k.serviceAccountToken(t, stranger)
 
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := operatorOptions
-	opts.MetricsBindAddress, opts.MetricsSecure = fmt.Sprintf("127.0.0.1:%d", ports[0]), true
+	opts.MetricsBindAddress, opts.MetricsSecure = fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), true
 	operatorCfg := framework.AsServiceAccount(k.cfg, operatorNamespace, operator)
 	testutil.Eventually(t, rbacTimeout, "the bindings to reach the RBAC authorizer", func(ctx context.Context) error {
 		c, err := client.New(operatorCfg, client.Options{Scheme: operatorenv.NewScheme()})

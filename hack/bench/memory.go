@@ -109,7 +109,7 @@ func memoryRows(o options, configs []configuration, results [][]memorySample) []
 			Value: stats.Summarize(ratios), Decimals: 2, Note: "rounds: " + stats.Format(2, ratios),
 		}
 		if i == 0 {
-			row.Note = fmt.Sprintf("goal ≤ %.1f: %s; %s", memoryGoal, verdict(row.Value.Median <= memoryGoal), row.Note)
+			row.Note = fmt.Sprintf("goal ≤ %.1f: %s; %s", memoryGoal, stats.Verdict(row.Value.Median <= memoryGoal), row.Note)
 		}
 		rows = append(rows, row)
 	}
@@ -122,13 +122,6 @@ func processes(n int) string {
 		return "1 process"
 	}
 	return fmt.Sprintf("%d processes", n)
-}
-
-func verdict(met bool) string {
-	if met {
-		return "met"
-	}
-	return "NOT met"
 }
 
 // memoryBench measures configurations on one cluster.

@@ -85,7 +85,7 @@ func benchOperator(ctx context.Context, o options) ([]stats.Row, error) {
 	}
 	one := func(v float64) stats.Summary { return stats.Summarize([]float64{v}) }
 	const name = "operator"
-	writes := fmt.Sprintf("goal 0: %s", verdict(r.ResyncWrites == 0))
+	writes := fmt.Sprintf("goal 0: %s", stats.Verdict(r.ResyncWrites == 0))
 	if r.ResyncWrites > 0 {
 		writes += "; " + strings.Join(r.ResyncWriteSample, ", ")
 	}

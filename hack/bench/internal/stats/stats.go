@@ -133,9 +133,13 @@ func Format(decimals int, values []float64) string {
 
 // Goal says whether a median meets a lower bound: "goal ≥ 0.97: met".
 func Goal(median, atLeast float64) string {
-	verdict := "met"
-	if !(median >= atLeast) {
-		verdict = "NOT met"
+	return fmt.Sprintf("goal ≥ %.2f: %s", atLeast, Verdict(median >= atLeast))
+}
+
+// Verdict says whether a goal is met, as the table's notes say it.
+func Verdict(met bool) string {
+	if met {
+		return "met"
 	}
-	return fmt.Sprintf("goal ≥ %.2f: %s", atLeast, verdict)
+	return "NOT met"
 }

@@ -26,30 +26,42 @@ const keyAlgorithm = kubeadmapi.EncryptionAlgorithmECDSAP256
 // in-cluster clients reach the apiserver through, so the serving certificate names it.
 const serviceIP = "10.96.0.1"
 
-// keyPair is a certificate and its private key.
-type keyPair struct {
+// KeyPair is a certificate and its private key: the local cluster's CAs and certificates, and
+// those a test makes for a server of its own.
+type KeyPair struct {
 	cert *x509.Certificate
 	key  crypto.Signer
 }
 
-func newCA(name string) (keyPair, error) {
+// NewCA returns a new self-signed certificate authority named name.
+func NewCA(name string) (KeyPair, error) {
 	cert, key, err := pkiutil.NewCertificateAuthority(&pkiutil.CertConfig{
 		Config:              certutil.Config{CommonName: name},
 		EncryptionAlgorithm: keyAlgorithm,
 	})
 	if err != nil {
-		return keyPair{}, fmt.Errorf("localcluster: creating CA %s: %w", name, err)
+		return KeyPair{}, fmt.Errorf("localcluster: creating CA %s: %w", name, err)
 	}
-	return keyPair{cert: cert, key: key}, nil
+	return KeyPair{cert: cert, key: key}, nil
 }
 
-// sign returns a new key and a certificate for it, signed by ca.
-func (ca keyPair) sign(cfg certutil.Config) (keyPair, error) {
+// Sign returns a new key and a certificate for it, signed by ca.
+func (ca KeyPair) Sign(cfg certutil.Config) (KeyPair, error) {
 	cert, key, err := pkiutil.NewCertAndKey(ca.cert, ca.key, &pkiutil.CertConfig{Config: cfg, EncryptionAlgorithm: keyAlgorithm})
 	if err != nil {
-		return keyPair{}, fmt.Errorf("localcluster: signing certificate %s: %w", cfg.CommonName, err)
+		return KeyPair{}, fmt.Errorf("localcluster: signing certificate %s: %w", cfg.CommonName, err)
 	}
-	return keyPair{cert: cert, key: key}, nil
+	return KeyPair{cert: cert, key: key}, nil
+}
+
+// CertPEM is the certificate, PEM-encoded.
+func (p KeyPair) CertPEM() []byte {
+	return pkiutil.EncodeCertPEM(p.cert)
+}
+
+// KeyPEM is the private key, PEM-encoded.
+func (p KeyPair) KeyPEM() ([]byte, error) {
+	return keyutil.MarshalPrivateKeyToPEM(p.key)
 }
 
 func clientCert(user string, groups ...string) certutil.Config {
@@ -73,19 +85,19 @@ var servingCert = certutil.Config{
 // the cluster CA and a serving certificate it signed, the front-proxy CA and client, and the
 // service-account key; then a kubeconfig for each client of the apiserver.
 func writePKI(s setup) error {
-	ca, err := newCA("localcluster-ca")
+	ca, err := NewCA("localcluster-ca")
 	if err != nil {
 		return err
 	}
-	serving, err := ca.sign(servingCert)
+	serving, err := ca.Sign(servingCert)
 	if err != nil {
 		return err
 	}
-	frontProxyCA, err := newCA("localcluster-front-proxy-ca")
+	frontProxyCA, err := NewCA("localcluster-front-proxy-ca")
 	if err != nil {
 		return err
 	}
-	frontProxy, err := frontProxyCA.sign(clientCert(frontProxyClientName))
+	frontProxy, err := frontProxyCA.Sign(clientCert(frontProxyClientName))
 	if err != nil {
 		return err
 	}
@@ -110,7 +122,7 @@ func writePKI(s setup) error {
 
 // writeKubeconfigs writes a kubeconfig with a client certificate signed by ca for the admin and for
 // each component that talks to the apiserver.
-func writeKubeconfigs(s setup, ca keyPair) error {
+func writeKubeconfigs(s setup, ca KeyPair) error {
 	users := map[string]certutil.Config{
 		s.adminKubeconfig(): clientCert("localcluster-admin", "system:masters"),
 		// The bootstrap RBAC roles of these two components are bound to exactly these user names.
@@ -119,17 +131,17 @@ func writeKubeconfigs(s setup, ca keyPair) error {
 		// kwok writes node and pod status, leases and events and deletes pods: kwokctl gives it admin rights too.
 		s.kubeconfig(Kwok): clientCert("kwok-controller", "system:masters"),
 	}
-	caPEM := pkiutil.EncodeCertPEM(ca.cert)
+	caPEM := ca.CertPEM()
 	for path, user := range users {
-		client, err := ca.sign(user)
+		client, err := ca.Sign(user)
 		if err != nil {
 			return err
 		}
-		keyPEM, err := keyutil.MarshalPrivateKeyToPEM(client.key)
+		keyPEM, err := client.KeyPEM()
 		if err != nil {
 			return fmt.Errorf("localcluster: encoding the key of %s: %w", user.CommonName, err)
 		}
-		config := kubeconfigutil.CreateWithCerts(s.server(), "localcluster", user.CommonName, caPEM, keyPEM, pkiutil.EncodeCertPEM(client.cert))
+		config := kubeconfigutil.CreateWithCerts(s.server(), "localcluster", user.CommonName, caPEM, keyPEM, client.CertPEM())
 		if err := kubeconfigutil.WriteToDisk(path, config); err != nil {
 			return fmt.Errorf("localcluster: writing kubeconfig: %w", err)
 		}

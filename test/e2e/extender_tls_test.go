@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -17,46 +16,40 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
-	"k8s.io/client-go/util/keyutil"
-	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // testCA signs the extender's serving certificate and the scheduler's client certificates.
 type testCA struct {
-	cert *x509.Certificate
-	key  crypto.Signer
+	localcluster.KeyPair
 }
 
 func newTestCA(t *testing.T) testCA {
 	t.Helper()
-	cert, key, err := pkiutil.NewCertificateAuthority(&pkiutil.CertConfig{
-		Config: certutil.Config{CommonName: "e2e-extender-ca"}, EncryptionAlgorithm: kubeadmapi.EncryptionAlgorithmECDSAP256,
-	})
+	ca, err := localcluster.NewCA("e2e-extender-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return testCA{cert: cert, key: key}
+	return testCA{ca}
 }
 
 // sign returns the PEM certificate and key of a new certificate signed by the CA.
 func (ca testCA) sign(t *testing.T, cfg certutil.Config) (certPEM, keyPEM []byte) {
 	t.Helper()
-	cert, key, err := pkiutil.NewCertAndKey(ca.cert, ca.key, &pkiutil.CertConfig{Config: cfg, EncryptionAlgorithm: kubeadmapi.EncryptionAlgorithmECDSAP256})
+	pair, err := ca.Sign(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
+	if keyPEM, err = pair.KeyPEM(); err != nil {
 		t.Fatal(err)
 	}
-	return pkiutil.EncodeCertPEM(cert), keyPEM
+	return pair.CertPEM(), keyPEM
 }
 
 // clientCertSecret is a kubernetes.io/tls Secret with a client certificate of the CA and the CA.
@@ -66,7 +59,7 @@ func (ca testCA) clientCertSecret(t *testing.T, name, commonName string) *corev1
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name},
 		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": pkiutil.EncodeCertPEM(ca.cert)},
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM()},
 	}
 }
 
@@ -111,7 +104,9 @@ func TestHTTPSExtenderWithClientCertificateFromSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	clientCAs := x509.NewCertPool()
-	clientCAs.AddCert(ca.cert)
+	if !clientCAs.AppendCertsFromPEM(ca.CertPEM()) {
+		t.Fatal("The CA's certificate does not parse")
+	}
 	ext := &peerRecorder{next: http.StripPrefix("/scheduler", &filterExtender{allowed: "mtls-small"})}
 	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
 		Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs, MinVersion: tls.VersionTLS12,

@@ -45,9 +45,9 @@ func NewCA(name string) (KeyPair, error) {
 	return KeyPair{cert: cert, key: key}, nil
 }
 
-// Sign returns a new key and a certificate for it, signed by ca.
-func (ca KeyPair) Sign(cfg certutil.Config) (KeyPair, error) {
-	cert, key, err := pkiutil.NewCertAndKey(ca.cert, ca.key, &pkiutil.CertConfig{Config: cfg, EncryptionAlgorithm: keyAlgorithm})
+// Sign returns a new key and a certificate for it, signed by kp as a CA.
+func (kp KeyPair) Sign(cfg certutil.Config) (KeyPair, error) {
+	cert, key, err := pkiutil.NewCertAndKey(kp.cert, kp.key, &pkiutil.CertConfig{Config: cfg, EncryptionAlgorithm: keyAlgorithm})
 	if err != nil {
 		return KeyPair{}, fmt.Errorf("localcluster: signing certificate %s: %w", cfg.CommonName, err)
 	}
@@ -55,13 +55,13 @@ func (ca KeyPair) Sign(cfg certutil.Config) (KeyPair, error) {
 }
 
 // CertPEM is the certificate, PEM-encoded.
-func (p KeyPair) CertPEM() []byte {
-	return pkiutil.EncodeCertPEM(p.cert)
+func (kp KeyPair) CertPEM() []byte {
+	return pkiutil.EncodeCertPEM(kp.cert)
 }
 
 // KeyPEM is the private key, PEM-encoded.
-func (p KeyPair) KeyPEM() ([]byte, error) {
-	return keyutil.MarshalPrivateKeyToPEM(p.key)
+func (kp KeyPair) KeyPEM() ([]byte, error) {
+	return keyutil.MarshalPrivateKeyToPEM(kp.key)
 }
 
 func clientCert(user string, groups ...string) certutil.Config {

@@ -57,6 +57,14 @@ func contenders(o options) ([]contender, error) {
 		args("NodePool", `{"nodeSelector":{"matchLabels":{%q:%q}}}`, cluster.PoolLabel, cluster.Pool),
 		args("NodeLabelPreference", `{"preferences":[{"key":%q,"values":[%q],"weight":10}]}`, cluster.LifecycleLabel, cluster.Spot),
 	}
+	// The same pool and preference, done by upstream's own NodeAffinity plugin: its addedAffinity
+	// applies to every pod, as NodePool and NodeLabelPreference do. This is what the work of our
+	// two plugins costs an in-tree plugin, run by the framework the same way.
+	affinity := &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-affinity"}}
+	affinity.Spec.PluginConfig = []v1alpha1.PluginConfig{args("NodeAffinity", `{"addedAffinity":{`+
+		`"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":%q,"operator":"In","values":[%q]}]}]},`+
+		`"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[{"key":%q,"operator":"In","values":[%q]}]}}]}}`,
+		cluster.PoolLabel, cluster.Pool, cluster.LifecycleLabel, cluster.Spot)}
 	list := []struct {
 		name, binary string
 		profile      *v1alpha1.SchedulerProfile
@@ -64,6 +72,7 @@ func contenders(o options) ([]contender, error) {
 		{"upstream kube-scheduler", o.upstream, &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-upstream"}}},
 		{"ours, default profile", o.scheduler, &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-default"}}},
 		{"ours, NodePool + NodeLabelPreference", o.scheduler, plugins},
+		{"upstream, NodeAffinity with the same pool and preference", o.upstream, affinity},
 	}
 	cs := []contender{{name: fmt.Sprintf("apiserver ceiling (Bindings only, %d in flight)", o.ceilingWorkers), schedulerName: "bench-none"}}
 	for _, c := range list {
@@ -146,6 +155,8 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 	rows = append(rows,
 		ratio("ours default / upstream", rates, 2, 1, goalDefault),
 		ratio("ours plugins / upstream", rates, 3, 1, goalPlugins),
+		ratio("ours plugins / upstream NodeAffinity", rates, 3, 4, 0),
+		ratio("upstream NodeAffinity / upstream", rates, 4, 1, 0),
 		ratio("upstream / apiserver ceiling", rates, 1, 0, 0),
 	)
 	for i, c := range cs[1:] {
@@ -158,6 +169,8 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 	return append(rows,
 		ratio("ours default / upstream (CPU)", cpu, 2, 1, 0),
 		ratio("ours plugins / upstream (CPU)", cpu, 3, 1, 0),
+		ratio("ours plugins / upstream NodeAffinity (CPU)", cpu, 3, 4, 0),
+		ratio("upstream NodeAffinity / upstream (CPU)", cpu, 4, 1, 0),
 	)
 }
 

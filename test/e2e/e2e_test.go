@@ -155,6 +155,46 @@ spec:
 		}
 		return fmt.Errorf("conditions %v", got.Status.Conditions)
 	})
+
+	// The plugins keep what they read from a node's labels per node object: a relabeled node
+	// counts with its new labels. general-1 enters the pool and takes the pending pod.
+	relabel(t, "pool-general-1", poolKey, "batch")
+	if n := waitBound(t, extra); n.Name != "pool-general-1" {
+		t.Errorf("the pending pod went to %s, want pool-general-1, the node that entered the pool", n.Name)
+	}
+	// general-1 leaves the pool and general-2 enters it. A pod that only general-2 can hold
+	// waits until the scheduler has seen general-2 enter, and so general-1 leave: the updates
+	// of nodes reach it in order.
+	big := nodes.pod("np-big", "e2e-pool", 15000)
+	if err := k8s.Create(t.Context(), big); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), big, client.GracePeriodSeconds(0)) })
+	relabel(t, "pool-general-1", poolKey, "general")
+	relabel(t, "pool-general-2", poolKey, "batch")
+	if n := waitBound(t, big); n.Name != "pool-general-2" {
+		t.Fatalf("the pod of 15 CPUs went to %s, want pool-general-2", n.Name)
+	}
+	// general-1 is a spot node with the most room, but out of the pool: no pod goes there.
+	for i := range 3 {
+		if n := schedule(t, nodes.pod(fmt.Sprintf("np-after-%d", i), "e2e-pool", 300))[0]; n.Name == "pool-general-1" {
+			t.Errorf("a pod went to pool-general-1 after it left the pool")
+		}
+	}
+}
+
+// relabel sets the label key=value on a node.
+func relabel(t *testing.T, node, key, value string) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := k8s.Get(t.Context(), client.ObjectKey{Name: node}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Labels[key] = value
+	if err := k8s.Patch(t.Context(), n, patch); err != nil {
+		t.Fatalf("relabeling %s: %v", node, err)
+	}
 }
 
 // TestProfileChangeRolls: a changed preference rolls the Deployment to a new ReplicaSet, the

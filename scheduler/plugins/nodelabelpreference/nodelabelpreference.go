@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config/validation"
+	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/internal/nodecache"
 )
 
 // Name is the name of the plugin in the registry and in KubeSchedulerConfiguration.
@@ -26,6 +27,8 @@ const Name = "NodeLabelPreference"
 // the events of plugins that only score.
 type NodeLabelPreference struct {
 	preferences []config.LabelPreference
+	// scores caches, per node object, the sum of the weights of the preferences it matches.
+	scores *nodecache.Cache[int64]
 }
 
 var (
@@ -36,7 +39,7 @@ var (
 )
 
 // New builds the plugin from NodeLabelPreferenceArgs, whose preferences must be valid.
-func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.NodeLabelPreferenceArgs)
 	if !ok {
 		return nil, fmt.Errorf("args are not of type NodeLabelPreferenceArgs, got %T", obj)
@@ -44,7 +47,12 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 	if err := validation.ValidateNodeLabelPreferenceArgs(nil, args); err != nil {
 		return nil, err
 	}
-	return &NodeLabelPreference{preferences: args.Preferences}, nil
+	pl := &NodeLabelPreference{preferences: args.Preferences}
+	var err error
+	if pl.scores, err = nodecache.New(h, pl.score); err != nil {
+		return nil, fmt.Errorf("watching nodes: %w", err)
+	}
+	return pl, nil
 }
 
 // Name returns the name of the plugin.
@@ -63,19 +71,26 @@ func (pl *NodeLabelPreference) PreScore(_ context.Context, _ fwk.CycleState, _ *
 	if len(pl.preferences) == 0 {
 		return fwk.NewStatus(fwk.Skip)
 	}
+	pl.scores.Publish()
 	return nil
 }
 
 // Score returns the sum of the weights of the preferences that the node matches.
 func (pl *NodeLabelPreference) Score(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	nodeLabels := nodeInfo.Node().Labels
+	return pl.scores.Get(nodeInfo.Node()), nil
+}
+
+// score is the sum of the weights of the preferences that node matches. Score reads it through
+// the scores cache.
+func (pl *NodeLabelPreference) score(node *v1.Node) int64 {
+	nodeLabels := node.Labels
 	var score int64
 	for _, p := range pl.preferences {
 		if matches(p, nodeLabels) {
 			score += int64(p.Weight)
 		}
 	}
-	return score, nil
+	return score
 }
 
 // ScoreExtensions returns the plugin itself, which normalizes the raw scores.

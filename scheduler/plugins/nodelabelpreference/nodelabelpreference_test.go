@@ -131,37 +131,44 @@ func TestScore(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pl := newNodeLabelPreference(t, tc.prefs...)
-			_, ctx := ktesting.NewTestContext(t)
-			state := framework.NewCycleState()
-			pod := st.MakePod().Obj()
+			build := func(t testing.TB, h fwk.Handle) *NodeLabelPreference {
+				return plugintest.NewWithHandle[*NodeLabelPreference](t, New, &config.NodeLabelPreferenceArgs{Preferences: tc.prefs}, h)
+			}
+			plugintest.BothWays(t, tc.nodes, build, func(t *testing.T, pl *NodeLabelPreference, nodes []*v1.Node) {
+				_, ctx := ktesting.NewTestContext(t)
+				state := framework.NewCycleState()
+				pod := st.MakePod().Obj()
 
-			var raw []int64
-			var scores fwk.NodeScoreList
-			for _, node := range tc.nodes {
-				ni := framework.NewNodeInfo()
-				ni.SetNode(node)
-				score, status := pl.Score(ctx, state, pod, ni)
-				if !status.IsSuccess() {
-					t.Fatalf("Score(%s): %v", node.Name, status)
+				if status := pl.PreScore(ctx, state, pod, nil); !status.IsSuccess() {
+					t.Fatalf("PreScore: %v", status)
 				}
-				raw = append(raw, score)
-				scores = append(scores, fwk.NodeScore{Name: node.Name, Score: score})
-			}
-			if diff := cmp.Diff(tc.wantRaw, raw); diff != "" {
-				t.Errorf("raw scores (-want +got):\n%s", diff)
-			}
+				var raw []int64
+				var scores fwk.NodeScoreList
+				for _, node := range nodes {
+					ni := framework.NewNodeInfo()
+					ni.SetNode(node)
+					score, status := pl.Score(ctx, state, pod, ni)
+					if !status.IsSuccess() {
+						t.Fatalf("Score(%s): %v", node.Name, status)
+					}
+					raw = append(raw, score)
+					scores = append(scores, fwk.NodeScore{Name: node.Name, Score: score})
+				}
+				if diff := cmp.Diff(tc.wantRaw, raw); diff != "" {
+					t.Errorf("raw scores (-want +got):\n%s", diff)
+				}
 
-			if status := pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); !status.IsSuccess() {
-				t.Fatalf("NormalizeScore: %v", status)
-			}
-			var normalized []int64
-			for _, s := range scores {
-				normalized = append(normalized, s.Score)
-			}
-			if diff := cmp.Diff(tc.wantNormalized, normalized); diff != "" {
-				t.Errorf("normalized scores (-want +got):\n%s", diff)
-			}
+				if status := pl.ScoreExtensions().NormalizeScore(ctx, state, pod, scores); !status.IsSuccess() {
+					t.Fatalf("NormalizeScore: %v", status)
+				}
+				var normalized []int64
+				for _, s := range scores {
+					normalized = append(normalized, s.Score)
+				}
+				if diff := cmp.Diff(tc.wantNormalized, normalized); diff != "" {
+					t.Errorf("normalized scores (-want +got):\n%s", diff)
+				}
+			})
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config/validation"
+	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/internal/nodecache"
 )
 
 const (
@@ -30,6 +31,8 @@ const (
 type NodePool struct {
 	// selector is parsed once in New: args never change while the scheduler runs.
 	selector labels.Selector
+	// inPool caches, per node object, whether selector matches it.
+	inPool *nodecache.Cache[bool]
 }
 
 var (
@@ -40,7 +43,7 @@ var (
 )
 
 // New builds the plugin from NodePoolArgs, which must name a valid node selector.
-func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error) {
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, ok := obj.(*config.NodePoolArgs)
 	if !ok {
 		return nil, fmt.Errorf("args are not of type NodePoolArgs, got %T", obj)
@@ -52,7 +55,11 @@ func New(_ context.Context, obj runtime.Object, _ fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, fmt.Errorf("parsing nodeSelector: %w", err)
 	}
-	return &NodePool{selector: selector}, nil
+	pl := &NodePool{selector: selector}
+	if pl.inPool, err = nodecache.New(h, pl.matches); err != nil {
+		return nil, fmt.Errorf("watching nodes: %w", err)
+	}
+	return pl, nil
 }
 
 // Name returns the name of the plugin.
@@ -73,6 +80,7 @@ func (pl *NodePool) PreFilter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, _ 
 	if pl.selector.Empty() {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
+	pl.inPool.Publish()
 	return nil, nil
 }
 
@@ -84,7 +92,7 @@ func (pl *NodePool) PreFilterExtensions() fwk.PreFilterExtensions {
 // Filter rejects a node outside the pool as UnschedulableAndUnresolvable, because preempting
 // pods cannot bring a node into the pool.
 func (pl *NodePool) Filter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	if !pl.inPool(nodeInfo.Node()) {
+	if !pl.inPool.Get(nodeInfo.Node()) {
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, ErrReasonOutsidePool)
 	}
 	return nil
@@ -105,11 +113,11 @@ func (pl *NodePool) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod
 	if err != nil {
 		return fwk.Queue, err
 	}
-	if !pl.inPool(newNode) {
+	if !pl.matches(newNode) {
 		logger.V(5).Info("Node is outside the node pool", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 		return fwk.QueueSkip, nil
 	}
-	if oldNode != nil && pl.inPool(oldNode) {
+	if oldNode != nil && pl.matches(oldNode) {
 		logger.V(5).Info("Node was already in the node pool", "pod", klog.KObj(pod), "node", klog.KObj(newNode))
 		return fwk.QueueSkip, nil
 	}
@@ -117,6 +125,8 @@ func (pl *NodePool) isSchedulableAfterNodeChange(logger klog.Logger, pod *v1.Pod
 	return fwk.Queue, nil
 }
 
-func (pl *NodePool) inPool(node *v1.Node) bool {
+// matches reports whether the selector matches the node's labels. Filter reads it through the
+// inPool cache; queueing hints call it directly, on objects the cache may not have seen yet.
+func (pl *NodePool) matches(node *v1.Node) bool {
 	return pl.selector.Matches(labels.Set(node.Labels))
 }

@@ -121,13 +121,50 @@ func TestFilter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pl := newNodePool(t, tc.selector)
-			_, ctx := ktesting.NewTestContext(t)
-			status := pl.Filter(ctx, framework.NewCycleState(), st.MakePod().Obj(), plugintest.NodeInfo(tc.node))
-			if diff := cmp.Diff(tc.wantStatus, status); diff != "" {
-				t.Errorf("Filter status (-want +got):\n%s", diff)
+			build := func(t testing.TB, h fwk.Handle) *NodePool {
+				return plugintest.NewWithHandle[*NodePool](t, New, &config.NodePoolArgs{NodeSelector: tc.selector}, h)
 			}
+			plugintest.BothWays(t, []*v1.Node{tc.node}, build, func(t *testing.T, pl *NodePool, nodes []*v1.Node) {
+				_, ctx := ktesting.NewTestContext(t)
+				state, pod := framework.NewCycleState(), st.MakePod().Obj()
+				pl.PreFilter(ctx, state, pod, nil)
+				status := pl.Filter(ctx, state, pod, plugintest.NodeInfo(nodes[0]))
+				if diff := cmp.Diff(tc.wantStatus, status); diff != "" {
+					t.Errorf("Filter status (-want +got):\n%s", diff)
+				}
+			})
 		})
+	}
+}
+
+// TestFilterFollowsRelabeledNodes: the plugin caches whether each node object is in the pool; a
+// relabeled node is a new object and is judged by its new labels.
+func TestFilterFollowsRelabeledNodes(t *testing.T) {
+	h := plugintest.NewHandle(st.MakeNode().Name("n").Label("pool", "a").Obj())
+	pl := plugintest.NewWithHandle[*NodePool](t, New, &config.NodePoolArgs{NodeSelector: poolA}, h)
+	h.Start(t)
+	_, ctx := ktesting.NewTestContext(t)
+	// filter runs a cycle's PreFilter and Filter on node.
+	filter := func(node *v1.Node) *fwk.Status {
+		state, pod := framework.NewCycleState(), st.MakePod().Obj()
+		pl.PreFilter(ctx, state, pod, nil)
+		return pl.Filter(ctx, state, pod, plugintest.NodeInfo(node))
+	}
+	inPool := h.Node(t, "n", plugintest.Any)
+	if s := filter(inPool); !s.IsSuccess() {
+		t.Fatalf("Filter(n in pool a) = %v, want success", s)
+	}
+	left := h.Relabel(t, "n", "pool", "b")
+	if s := filter(left); s.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("Filter(n relabeled to pool b) = %v, want UnschedulableAndUnresolvable", s)
+	}
+	// A cycle that still holds the old object judges it as it was.
+	if s := filter(inPool); !s.IsSuccess() {
+		t.Errorf("Filter(the object before the relabel) = %v, want success", s)
+	}
+	back := h.Relabel(t, "n", "pool", "a")
+	if s := filter(back); !s.IsSuccess() {
+		t.Errorf("Filter(n relabeled back to pool a) = %v, want success", s)
 	}
 }
 

@@ -2,10 +2,16 @@
 package plugintest
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -41,11 +47,18 @@ func TestNew(t *testing.T, factory frameworkruntime.PluginFactory, name string, 
 	}
 }
 
-// New builds a plugin with its factory and args, and fails the test if the factory refuses them.
+// New builds a plugin with its factory and args, without a framework handle, and fails the test
+// if the factory refuses them.
 func New[T fwk.Plugin](t testing.TB, factory frameworkruntime.PluginFactory, args runtime.Object) T {
 	t.Helper()
+	return NewWithHandle[T](t, factory, args, nil)
+}
+
+// NewWithHandle is New with a framework handle.
+func NewWithHandle[T fwk.Plugin](t testing.TB, factory frameworkruntime.PluginFactory, args runtime.Object, h fwk.Handle) T {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	p, err := factory(ctx, args, nil)
+	p, err := factory(ctx, args, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -57,4 +70,85 @@ func NodeInfo(node *v1.Node) fwk.NodeInfo {
 	ni := framework.NewNodeInfo()
 	ni.SetNode(node)
 	return ni
+}
+
+// Handle is a framework handle with only informers, on a fake clientset: what plugins that watch
+// nodes need from the framework.
+type Handle struct {
+	fwk.Handle
+	Client  *fake.Clientset
+	Factory informers.SharedInformerFactory
+}
+
+// NewHandle returns a Handle whose clientset holds nodes. Build the plugins with it, then Start
+// it.
+func NewHandle(nodes ...*v1.Node) *Handle {
+	objs := make([]runtime.Object, len(nodes))
+	for i, n := range nodes {
+		objs[i] = n
+	}
+	client := fake.NewClientset(objs...)
+	return &Handle{Client: client, Factory: informers.NewSharedInformerFactory(client, 0)}
+}
+
+// SharedInformerFactory returns the informers of the fake clientset.
+func (h *Handle) SharedInformerFactory() informers.SharedInformerFactory { return h.Factory }
+
+// Start starts the informers, stopped when the test ends, and waits until they have listed.
+func (h *Handle) Start(t testing.TB) {
+	t.Helper()
+	h.Factory.Start(t.Context().Done())
+	t.Cleanup(h.Factory.Shutdown)
+	h.Factory.WaitForCacheSync(t.Context().Done())
+}
+
+// Node waits until the informer's object for the node name satisfies ok, and returns it: the
+// object a scheduling cycle's snapshot would hold.
+func (h *Handle) Node(t testing.TB, name string, ok func(*v1.Node) bool) *v1.Node {
+	t.Helper()
+	var got *v1.Node
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		n, err := h.Factory.Core().V1().Nodes().Lister().Get(name)
+		got = n
+		return err == nil && ok(n), nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: %v", name, err)
+	}
+	return got
+}
+
+// Relabel sets the label key=value on the node name through the clientset, and returns the
+// object the informer then delivers.
+func (h *Handle) Relabel(t testing.TB, name, key, value string) *v1.Node {
+	t.Helper()
+	n, err := h.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels[key] = value
+	if _, err := h.Client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return h.Node(t, name, func(n *v1.Node) bool { return n.Labels[key] == value })
+}
+
+// Any accepts every node object; for Node.
+func Any(*v1.Node) bool { return true }
+
+// BothWays runs check twice: on a plugin that build makes without a handle, given nodes as they
+// are, which it computes from; and on one that build makes with a Handle holding nodes, given the
+// objects its informer delivered, which it may read from what it cached of them.
+func BothWays[T any](t *testing.T, nodes []*v1.Node, build func(testing.TB, fwk.Handle) T, check func(t *testing.T, pl T, nodes []*v1.Node)) {
+	t.Run("computed", func(t *testing.T) { check(t, build(t, nil), nodes) })
+	t.Run("informed", func(t *testing.T) {
+		h := NewHandle(nodes...)
+		pl := build(t, h)
+		h.Start(t)
+		delivered := make([]*v1.Node, len(nodes))
+		for i, n := range nodes {
+			delivered[i] = h.Node(t, n.Name, Any)
+		}
+		check(t, pl, delivered)
+	})
 }

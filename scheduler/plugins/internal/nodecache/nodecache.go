@@ -31,6 +31,8 @@ import (
 // when they have changed, which for nodes is rare.
 type Cache[T any] struct {
 	compute func(*v1.Node) T
+	// registration is the handler's on the node informer; nil without informers.
+	registration cache.ResourceEventHandlerRegistration
 
 	mu sync.Mutex
 	// values is written by the informer's handler, under mu.
@@ -49,7 +51,8 @@ func New[T any](h fwk.Handle, compute func(*v1.Node) T) (*Cache[T], error) {
 	if h == nil || h.SharedInformerFactory() == nil {
 		return c, nil
 	}
-	_, err := h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	var err error
+	c.registration, err = h.SharedInformerFactory().Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { c.update(nil, obj) },
 		// The old object is the one the informer delivered before, the cache's key.
 		UpdateFunc: c.update,
@@ -66,6 +69,12 @@ func (c *Cache[T]) Get(node *v1.Node) T {
 		}
 	}
 	return c.compute(node)
+}
+
+// HasSynced reports whether the cache has handled every node the informer listed when it started
+// (always true without informers).
+func (c *Cache[T]) HasSynced() bool {
+	return c.registration == nil || c.registration.HasSynced()
 }
 
 // Publish makes the values written since the last call visible to Get. Plugins call it once per

@@ -2,6 +2,7 @@ package nodecache
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,17 +44,25 @@ func informed(t *testing.T, nodes ...*v1.Node) (*Cache[string], *poolOf, *plugin
 // waitLen waits until the cache holds values for n node objects.
 func waitLen(t *testing.T, c *Cache[string], n int) {
 	t.Helper()
+	waitFor(t, fmt.Sprintf("the cache to hold %d node objects", n), func() bool { return c.Len() == n })
+}
+
+func waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return c.Len() == n, nil
+		return done(), nil
 	})
 	if err != nil {
-		t.Fatalf("the cache holds %d node objects, want %d", c.Len(), n)
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
 func TestCacheFollowsTheInformer(t *testing.T) {
 	c, p, h := informed(t, node("n1", "a"), node("n2", "b"))
-	waitLen(t, c, 2)
+	waitFor(t, "the cache to sync", c.HasSynced)
+	if c.Len() != 2 {
+		t.Fatalf("synced, the cache holds %d node objects, want 2", c.Len())
+	}
 	n1 := h.Node(t, "n1", plugintest.Any)
 	if got := c.Get(n1); got != "a" || p.calls.Load() != 3 {
 		t.Errorf("before Publish: Get(n1) = %q after %d computes, want a after 3 (2 cached, 1 computed)", got, p.calls.Load())
@@ -103,8 +112,8 @@ func TestGetComputesWhatItHasNotSeen(t *testing.T) {
 			if got := c.Get(node("n1", "a")); got != "a" {
 				t.Errorf("Get = %q, want a", got)
 			}
-			if p.calls.Load() != 1 || c.Len() != 0 {
-				t.Errorf("computed %d times and cached %d, want 1 and 0", p.calls.Load(), c.Len())
+			if p.calls.Load() != 1 || c.Len() != 0 || !c.HasSynced() {
+				t.Errorf("computed %d times, cached %d, synced %t; want 1, 0, true", p.calls.Load(), c.Len(), c.HasSynced())
 			}
 		})
 	}

@@ -142,13 +142,29 @@ func Any(*v1.Node) bool { return true }
 func BothWays[T any](t *testing.T, nodes []*v1.Node, build func(testing.TB, fwk.Handle) T, check func(t *testing.T, pl T, nodes []*v1.Node)) {
 	t.Run("computed", func(t *testing.T) { check(t, build(t, nil), nodes) })
 	t.Run("informed", func(t *testing.T) {
-		h := NewHandle(nodes...)
-		pl := build(t, h)
-		h.Start(t)
-		delivered := make([]*v1.Node, len(nodes))
-		for i, n := range nodes {
-			delivered[i] = h.Node(t, n.Name, Any)
-		}
+		pl, delivered := informed(t, nodes, build)
 		check(t, pl, delivered)
 	})
+}
+
+// BothWaysB is BothWays for a benchmark.
+func BothWaysB[T any](b *testing.B, nodes []*v1.Node, build func(testing.TB, fwk.Handle) T, bench func(b *testing.B, pl T, nodes []*v1.Node)) {
+	b.Run("computed", func(b *testing.B) { bench(b, build(b, nil), nodes) })
+	b.Run("informed", func(b *testing.B) {
+		pl, delivered := informed(b, nodes, build)
+		bench(b, pl, delivered)
+	})
+}
+
+// informed builds a plugin on a started Handle holding nodes, and returns it with the node
+// objects its informer delivered.
+func informed[T any](t testing.TB, nodes []*v1.Node, build func(testing.TB, fwk.Handle) T) (T, []*v1.Node) {
+	h := NewHandle(nodes...)
+	pl := build(t, h)
+	h.Start(t)
+	delivered := make([]*v1.Node, len(nodes))
+	for i, n := range nodes {
+		delivered[i] = h.Node(t, n.Name, Any)
+	}
+	return pl, delivered
 }

@@ -3,8 +3,9 @@
 //
 //   - validate: the latency of profile.Validate over the golden profiles (in this process);
 //   - throughput: pods bound per second by upstream kube-scheduler, by bin/kube-scheduler with the
-//     default profile and with NodePool and NodeLabelPreference, and by a client that only posts
-//     Bindings (the apiserver's ceiling), on an envtest apiserver with fake nodes;
+//     default profile and with NodePool and NodeLabelPreference, by upstream with NodeAffinity
+//     doing what those two do, and by a client that only posts Bindings (the apiserver's
+//     ceiling), on an envtest apiserver with fake nodes;
 //   - operator: the operator reconciling hundreds of profiles created at once (in a child process
 //     of this command, so that its peak memory is the operator's);
 //   - memory: the resident memory of kube-scheduler serving 1 profile, N profiles in one process

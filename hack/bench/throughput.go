@@ -39,9 +39,10 @@ type contender struct {
 	scheduler     *cluster.Scheduler
 }
 
-// contenders are the apiserver ceiling, upstream kube-scheduler, and bin/kube-scheduler with the
-// default profile and with our plugins. Upstream and ours with the default profile run the same
-// configuration, rendered by the operator from an empty spec, so that only the binary differs.
+// contenders are the apiserver ceiling, upstream kube-scheduler, bin/kube-scheduler with the
+// default profile and with our plugins, and upstream doing our plugins' work with NodeAffinity.
+// Upstream and ours with the default profile run the same configuration, rendered by the operator
+// from an empty spec, so that only the binary differs.
 func contenders(o options) ([]contender, error) {
 	for _, bin := range []struct{ path, make string }{{o.upstream, "make bin/kube-scheduler-upstream"}, {o.scheduler, "make build"}} {
 		if _, err := os.Stat(bin.path); err != nil {

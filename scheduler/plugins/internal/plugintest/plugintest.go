@@ -3,6 +3,7 @@ package plugintest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -147,12 +148,32 @@ func BothWays[T any](t *testing.T, nodes []*v1.Node, build func(testing.TB, fwk.
 	})
 }
 
-// BothWaysB is BothWays for a benchmark.
-func BothWaysB[T any](b *testing.B, nodes []*v1.Node, build func(testing.TB, fwk.Handle) T, bench func(b *testing.B, pl T, nodes []*v1.Node)) {
-	b.Run("computed", func(b *testing.B) { bench(b, build(b, nil), nodes) })
+// BothWaysB is BothWays for a benchmark, on n nodes with the labels of real nodes (named
+// node-0000 and up, in zone-a, spot, in pool "bench"), given as the NodeInfos of a cycle once the
+// plugin made with a Handle reports, through synced, that it has handled them all.
+func BothWaysB[T any](b *testing.B, n int, build func(testing.TB, fwk.Handle) T, synced func(T) bool, bench func(b *testing.B, pl T, nodes []fwk.NodeInfo)) {
+	nodes := make([]*v1.Node, n)
+	for i := range nodes {
+		name := fmt.Sprintf("node-%04d", i)
+		nodes[i] = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "topology.kubernetes.io/zone": "zone-a",
+			"node.kubernetes.io/lifecycle": "spot", "pool": "bench",
+		}}}
+	}
+	infos := func(nodes []*v1.Node) []fwk.NodeInfo {
+		out := make([]fwk.NodeInfo, len(nodes))
+		for i, n := range nodes {
+			out[i] = NodeInfo(n)
+		}
+		return out
+	}
+	b.Run("computed", func(b *testing.B) { bench(b, build(b, nil), infos(nodes)) })
 	b.Run("informed", func(b *testing.B) {
 		pl, delivered := informed(b, nodes, build)
-		bench(b, pl, delivered)
+		for !synced(pl) {
+			time.Sleep(time.Millisecond)
+		}
+		bench(b, pl, infos(delivered))
 	})
 }
 

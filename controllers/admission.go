@@ -209,7 +209,7 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 	// valid by itself: what is refused is the Scheduler's.
 	// Extenders first: rendering refuses an inline key (which a stored Scheduler may still carry)
 	// as an error, not at its field.
-	if errs := profile.ValidateExtenders(s.Spec.Extenders, schedulerExtendersPath); len(errs) > 0 {
+	if errs := profile.ValidateExtenders(s.Spec.Extenders, extendersPath); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}

@@ -110,6 +110,14 @@ func TestProfileValidatorCreate(t *testing.T) {
 			},
 			profile:    testutil.MakeProfile("member").SchedulerRef("shared").Obj(),
 			wantCauses: []string{`spec.extenders[0].weight: Invalid value: 0: must have a positive weight`}},
+		{name: "inline private key (stored before the CRD refused it)",
+			profile: func() *schedulingv1alpha1.SchedulerProfile {
+				p := testutil.MakeProfile("inline-key").Obj()
+				p.Spec.Extenders = []schedulingv1alpha1.Extender{{URLPrefix: "https://a", Weight: ptr.To[int64](1), PrioritizeVerb: ptr.To("prioritize"),
+					TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{KeyData: []byte("key")}}}
+				return p
+			}(),
+			wantCauses: []string{`spec.extenders[0].tlsConfig.keyData: Forbidden: keyData is not accepted`}},
 		{name: "warnings of risky settings",
 			profile: func() *schedulingv1alpha1.SchedulerProfile {
 				p := testutil.MakeProfile("risky").Obj()

@@ -144,7 +144,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
 	}
-	if errs := profile.ValidateExtenders(s.Spec.Extenders, schedulerExtendersPath); len(errs) > 0 {
+	if errs := profile.ValidateExtenders(s.Spec.Extenders, extendersPath); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}

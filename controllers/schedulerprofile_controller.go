@@ -196,6 +196,12 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.conflictWith = conflictingProfile(p, list.Items, obs.schedulerName); obs.conflictWith != "" {
 		return obs, nil
 	}
+	// Refused TLS settings come before a missing Secret, as for a Scheduler: the Secret would not
+	// help.
+	if errs := profile.ValidateExtenders(p.Spec.Extenders, extendersPath); len(errs) > 0 {
+		obs.invalid = errs.ToAggregate().Error()
+		return obs, nil
+	}
 	if obs.secretMissing, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secretMissing != "" {
 		return obs, err
 	}
@@ -236,7 +242,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return err
 	}
-	if errs := profile.ValidateExtenders(s.Spec.Extenders, schedulerExtendersPath); len(errs) > 0 {
+	if errs := profile.ValidateExtenders(s.Spec.Extenders, extendersPath); len(errs) > 0 {
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
@@ -267,6 +273,10 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 // scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
 // status, errs the same errors with their fields.
 func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (cfg *profile.Config, invalid string, errs field.ErrorList) {
+	// Render refuses these too, as one error; checked here they keep their fields.
+	if errs := profile.ValidateExtenders(p.Spec.Extenders, extendersPath); len(errs) > 0 {
+		return nil, errs.ToAggregate().Error(), errs
+	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: s.namespace, CASecrets: proc.secrets.withCA})
 	if err != nil {
 		return nil, err.Error(), renderErrors(err)

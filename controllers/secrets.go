@@ -129,5 +129,5 @@ func (r *processObjects) schedulerRequests(ctx context.Context, secret string) [
 	return reqs
 }
 
-// schedulerExtendersPath is where a Scheduler sets its extenders, for error messages.
-var schedulerExtendersPath = field.NewPath("spec", "extenders")
+// extendersPath is where a Scheduler or a profile sets its extenders, for error messages.
+var extendersPath = field.NewPath("spec", "extenders")

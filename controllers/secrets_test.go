@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -157,5 +158,35 @@ func TestExtenderSecretsHash(t *testing.T) {
 	}
 	if got := hashOf(map[string]string{"tls.crt": "cert-1", "tls.key": "key-1", "note": "x"}); got != base {
 		t.Errorf("a key the scheduler does not read changed the hash: %s, want %s", got, base)
+	}
+}
+
+// TestInlineKeyIsRefusedBeforeAMissingSecret: a profile or Scheduler stored with an inline key
+// (before the CRD refused it) that also names a missing Secret reports the key, for both kinds:
+// creating the Secret would not make it valid.
+func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
+	extender := schedulingv1alpha1.Extender{URLPrefix: "https://a", Weight: ptr.To[int64](1), PrioritizeVerb: ptr.To("prioritize"),
+		TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{KeyData: []byte("key"), SecretRef: schedulingv1alpha1.ExtenderSecretReference{Name: "missing"}}}
+	const want = "keyData is not accepted"
+
+	p := testutil.MakeProfile("inline-key").Obj()
+	p.Spec.Extenders = []schedulingv1alpha1.Extender{extender}
+	pr := &SchedulerProfileReconciler{processObjects: admissionObjects(p)}
+	obs, err := pr.reconcile(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(obs.invalid, want) || obs.secretMissing != "" {
+		t.Errorf("profile: invalid %q, secret missing %q; want the key refused and no Secret reported", obs.invalid, obs.secretMissing)
+	}
+
+	s := testutil.MakeScheduler("inline-key").Extender(extender).Obj()
+	sr := &SchedulerReconciler{processObjects: admissionObjects(s)}
+	sobs, err := sr.reconcile(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sobs.invalid, want) || sobs.secretMissing != "" {
+		t.Errorf("Scheduler: invalid %q, secret missing %q; want the key refused and no Secret reported", sobs.invalid, sobs.secretMissing)
 	}
 }

@@ -101,7 +101,8 @@ spec:
 	}
 }
 
-// TestNodePool: pods of a node-pool scheduler never leave the pool, and prefer spot nodes in it.
+// TestNodePool: pods of a node-pool scheduler never leave the pool, prefer spot nodes in it, and
+// follow nodes relabeled into and out of it.
 func TestNodePool(t *testing.T) {
 	nodes := makeNodes(t, "pool",
 		nodeSpec{name: "batch-spot", cpus: 4, labels: map[string]string{poolKey: "batch", "lifecycle": "spot"}},

@@ -80,7 +80,7 @@ func main() {
 	flag.StringVar(&o.golden, "golden", "scheduler/profile/testdata", "directory of the golden profiles (*.golden) that validate measures")
 	flag.StringVar(&o.dir, "dir", ".cache/bench", "work directory: kubeconfigs, scheduler configurations and logs")
 	flag.StringVar(&o.out, "out", ".cache/bench/bench.txt", "file the table is written to")
-	flag.IntVar(&o.rounds, "rounds", 4, "rounds of throughput, memory and validate; each round measures every configuration once")
+	flag.IntVar(&o.rounds, "rounds", 4, "rounds of every benchmark; each round measures every configuration once")
 	flag.IntVar(&o.nodes, "nodes", 1000, "fake nodes of throughput and memory")
 	flag.IntVar(&o.pods, "pods", 5000, "pods that throughput schedules per scheduler and round")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 5000, "client qps and burst of the schedulers in throughput, so that the client-side rate limit does not set the pace")

@@ -3,8 +3,6 @@ package bundle
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,15 +31,10 @@ func installOLMWebhooks(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersi
 	if len(csv.Spec.WebhookDefinitions) != 2 {
 		t.Fatalf("The CSV has %d webhookdefinitions, want 2 (SchedulerProfile and Scheduler)", len(csv.Spec.WebhookDefinitions))
 	}
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	dir := t.TempDir()
+	certPEM, err := testutil.LocalServingCert(dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
 	}
 	port := testutil.FreePort(t)
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: csv.Name + "-webhooks"}}

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,17 +32,9 @@ const webhookLabel = "e2e.schedops.io/webhook"
 // by URL on localhost, with a certificate of the test's own CA; and only for profiles labelled
 // webhookLabel. It returns the operator's webhook settings.
 func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOptions, error) {
-	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	certPEM, err := testutil.LocalServingCert(dir)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, err
-		}
 	}
 	ports, err := localcluster.FreePorts(1)
 	if err != nil {

@@ -1,0 +1,27 @@
+package testutil
+
+import (
+	"os"
+	"path/filepath"
+
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// LocalServingCert writes a self-signed certificate for localhost and its key into dir as
+// tls.crt and tls.key, the files a webhook server reads from its certificate directory, and
+// returns the certificate: the caBundle of a webhook configuration that calls it.
+func LocalServingCert(dir string) ([]byte, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	for name, data := range map[string][]byte{"tls.crt": certPEM, "tls.key": keyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return certPEM, nil
+}

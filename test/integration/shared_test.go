@@ -208,11 +208,12 @@ func TestSharedAndDedicatedOfTheSameName(t *testing.T) {
 		t.Fatalf("the mover's own scheduler is gone before the Scheduler serves it: %v", err)
 	}
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)
+	ownObjects := ownedKeys(&schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: mover}}, "")
 	testutil.Eventually(t, reconcileTimeout, "the mover's own Deployment and metrics Service to be removed", func(ctx context.Context) error {
-		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-			err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: mover + "-scheduler"}, obj)
+		for _, obj := range []client.Object{ownObjects[objDeployment], ownObjects[objService]} {
+			err := k.admin.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
 			if err == nil {
-				return fmt.Errorf("%T %s-scheduler still exists", obj, mover)
+				return fmt.Errorf("%T %s still exists", obj, obj.GetName())
 			}
 			if !apierrors.IsNotFound(err) {
 				return err

@@ -24,9 +24,16 @@ var dependencyError = regexp.MustCompile(`^(\w+) is enabled, but depends on feat
 // CheckGates checks feature gates as kube-scheduler's --feature-gates does, on a copy of the
 // process's gate, and reports each refused gate at path.<Name> in upstream's words: an unknown
 // gate, a gate locked to its default, a gate enabled without the gates it depends on.
+//
+// AllAlpha and AllBeta are refused too: they switch every alpha or beta gate at once, which the
+// validations cannot set and reset on the process-wide gate, and which a scheduler should not run.
 func CheckGates(gates map[string]bool, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		if name == "AllAlpha" || name == "AllBeta" {
+			errs = append(errs, field.Invalid(path.Child(name), gates[name], "not accepted: name the gates to set one by one"))
+			continue
+		}
 		// One gate at a time, so that every unknown or locked gate is reported; a missing
 		// dependency may be among the other gates, and is checked on all of them below.
 		gate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
@@ -58,13 +65,17 @@ func firstLine(err error) string {
 }
 
 // withGates runs fn with gates set on the process-wide gate, and then resets them, holding
-// gateMu throughout. The gates must have passed CheckGates.
+// gateMu throughout. Gates that CheckGates refuses are refused here before the process-wide gate
+// is touched: a failed SetFromMap would leave them in it, and every later one would fail.
 func withGates(gates map[string]bool, fn func()) error {
 	gateMu.Lock()
 	defer gateMu.Unlock()
 	if len(gates) == 0 {
 		fn()
 		return nil
+	}
+	if errs := CheckGates(gates, field.NewPath("featureGates")); len(errs) > 0 {
+		return fmt.Errorf("setting feature gates: %w", errs.ToAggregate())
 	}
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
 		return fmt.Errorf("setting feature gates: %w", err)

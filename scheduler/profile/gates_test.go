@@ -2,6 +2,7 @@ package profile
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -29,6 +30,11 @@ func TestCheckGates(t *testing.T) {
 			want: []string{
 				"spec.scheduler.featureGates.CRDValidationRatcheting: Invalid value: false: cannot set feature gate CRDValidationRatcheting to false, feature is locked to true",
 				"spec.scheduler.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate: NoSuchGate",
+			}},
+		{name: "all beta or alpha gates at once", gates: map[string]bool{"AllBeta": false, "AllAlpha": true},
+			want: []string{
+				"spec.scheduler.featureGates.AllAlpha: Invalid value: true: not accepted: name the gates to set one by one",
+				"spec.scheduler.featureGates.AllBeta: Invalid value: false: not accepted: name the gates to set one by one",
 			}},
 		{name: "missing dependencies", gates: map[string]bool{"CompositePodGroup": true},
 			want: []string{"spec.scheduler.featureGates.CompositePodGroup: Invalid value: true: CompositePodGroup is enabled, but depends on features that are disabled: [GenericWorkload TopologyAwareWorkloadScheduling]"}},
@@ -95,4 +101,26 @@ func TestValidationsWithDifferentGatesDoNotLeak(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRefusedGatesLeaveTheProcessGateAlone: a refused gate given to a validation that did not
+// check the gates first never reaches the process-wide gate, where it would stay and make every
+// later validation with gates fail.
+func TestRefusedGatesLeaveTheProcessGateAlone(t *testing.T) {
+	cfg, err := Render(testutil.MakeProfile("gates").Obj(), Settings{Namespace: testNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, refused := range []map[string]bool{{"NoSuchGate": true}, {"AllBeta": false}} {
+		if err := ValidateProcess(cfg.YAML, refused); err == nil || !strings.Contains(err.Error(), "setting feature gates") {
+			t.Errorf("ValidateProcess with %v: %v, want the gates refused", refused, err)
+		}
+	}
+	gang := map[string]bool{"GenericWorkload": true}
+	if errs := ValidateWithGates(cfg.YAML, gang, field.NewPath("spec")); len(errs) > 0 {
+		t.Errorf("after refused gates, a validation with GenericWorkload on fails: %v", errs)
+	}
+	if err := ValidateProcess(cfg.YAML, nil); err != nil {
+		t.Errorf("after refused gates, a validation with the default gates fails: %v", err)
+	}
 }

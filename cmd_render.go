@@ -100,15 +100,20 @@ func (o *renderOutput) valid(what string, cfg *profile.Config, err error, gates 
 		o.fail("%s: %v", what, err)
 		return false
 	}
-	if errs := profile.ValidateWithGates(cfg.YAML, gates, gatesPath); len(errs) > 0 {
-		fmt.Fprintf(o.stderr, "%s is invalid:\n", what)
-		for _, e := range errs {
-			fmt.Fprintf(o.stderr, "  %s\n", e.Error())
-		}
-		o.code = 1
-		return false
+	return o.check(what, profile.ValidateWithGates(cfg.YAML, gates, gatesPath))
+}
+
+// check prints errs, the field errors of what, and tells whether there were none.
+func (o *renderOutput) check(what string, errs field.ErrorList) bool {
+	if len(errs) == 0 {
+		return true
 	}
-	return true
+	fmt.Fprintf(o.stderr, "%s is invalid:\n", what)
+	for _, e := range errs {
+		fmt.Fprintf(o.stderr, "  %s\n", e.Error())
+	}
+	o.code = 1
+	return false
 }
 
 // profile prints the configuration of a profile that runs its own scheduler.
@@ -123,6 +128,10 @@ func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace
 // operator checks them: each on its own, then their queue sorts against the first, then together.
 func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*schedulingv1alpha1.SchedulerProfile, namespace string) {
 	proc := controllers.SchedulerProcess(s, namespace)
+	// The Scheduler's gates are its own: refused, they are reported once, not for every member.
+	if !o.check("Scheduler "+s.Name, profile.CheckGates(s.Spec.FeatureGates, field.NewPath("spec", "featureGates"))) {
+		return
+	}
 	var entries []profile.Profile
 	var names []string
 	for _, p := range members {

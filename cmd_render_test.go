@@ -38,6 +38,8 @@ func TestRenderErrors(t *testing.T) {
 		args     []string
 		wantCode int
 		wantErr  []string
+		// notErr must not be on stderr.
+		notErr []string
 	}{
 		{
 			name: "invalid args",
@@ -94,6 +96,27 @@ spec: {schedulerRef: {name: s}, plugins: {queueSort: {disabled: [{name: "*"}], e
 			wantErr:  []string{"SchedulerProfile b (Scheduler s) sorts the queue unlike a: spec.plugins.queueSort: must be the same for all profiles"},
 		},
 		{
+			name: "a Scheduler with a refused gate, once for all its members",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: Scheduler
+metadata: {name: s}
+spec: {featureGates: {NoSuchGate: true}}
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: a}
+spec: {schedulerRef: {name: s}}
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: b}
+spec: {schedulerRef: {name: s}}`,
+			wantCode: 1,
+			wantErr:  []string{"Scheduler s is invalid:\n  spec.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate: NoSuchGate\n"},
+			notErr:   []string{"SchedulerProfile a", "SchedulerProfile b"},
+		},
+		{
 			name:     "a field the API does not have",
 			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\nspec: {scheduler: {image: evil}}\n",
 			wantCode: 1,
@@ -129,6 +152,11 @@ spec: {schedulerRef: {name: s}, plugins: {queueSort: {disabled: [{name: "*"}], e
 			for _, want := range tc.wantErr {
 				if !strings.Contains(stderr.String(), want) {
 					t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+				}
+			}
+			for _, not := range tc.notErr {
+				if strings.Contains(stderr.String(), not) {
+					t.Errorf("stderr contains %q:\n%s", not, stderr.String())
 				}
 			}
 		})

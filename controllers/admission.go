@@ -112,6 +112,11 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 		warnings = append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q does not exist; the profile is not served until it is created", ref))
 	}
 	proc := sharedProcess(s)
+	// A Scheduler refused for its own settings is the Scheduler's fault, not the member's: the
+	// member is admitted, and its status says why it is not served.
+	if errs := proc.settingsErrors(); len(errs) > 0 {
+		return nil, append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q is refused for its own settings, so the profile is not served until it is fixed: %v", ref, errs.ToAggregate())), nil
+	}
 	d, err := v.liveDeployment(ctx, proc)
 	if err != nil {
 		return nil, nil, err
@@ -207,9 +212,9 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 	warnings := extenderWarnings(s.Spec.Extenders)
 	// The Scheduler's own settings are checked with a profile of upstream's defaults, which is
 	// valid by itself: what is refused is the Scheduler's.
-	// Extenders first: rendering refuses an inline key (which a stored Scheduler may still carry)
-	// as an error, not at its field.
-	if errs := profile.ValidateExtenders(s.Spec.Extenders, extendersPath); len(errs) > 0 {
+	// Its own settings first, each at its field: rendering would refuse an inline key (which a
+	// stored Scheduler may still carry) as one error.
+	if errs := proc.settingsErrors(); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}

@@ -118,6 +118,16 @@ func TestProfileValidatorCreate(t *testing.T) {
 				return p
 			}(),
 			wantCauses: []string{`spec.extenders[0].tlsConfig.keyData: Forbidden: keyData is not accepted`}},
+		{name: "member of a Scheduler refused for its own gates: admitted, with a warning",
+			stored: []client.Object{
+				createdAt(func() *schedulingv1alpha1.Scheduler {
+					s := testutil.MakeScheduler("shared").Obj()
+					s.Spec.FeatureGates = map[string]bool{"NoSuchGate": true}
+					return s
+				}(), 10),
+			},
+			profile:      testutil.MakeProfile("member").SchedulerRef("shared").Obj(),
+			wantWarnings: []string{`spec.schedulerRef.name: Scheduler "shared" is refused for its own settings, so the profile is not served until it is fixed: spec.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate`}},
 		{name: "warnings of risky settings",
 			profile: func() *schedulingv1alpha1.SchedulerProfile {
 				p := testutil.MakeProfile("risky").Obj()

@@ -94,6 +94,14 @@ func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 	}
 }
 
+// settingsErrors are the refusals of the process's own settings, which no profile can mend: its
+// extenders' TLS settings (an inline key a stored object may still carry) and its feature gates.
+// They are checked before any Secret is read or profile rendered.
+func (proc *process) settingsErrors() field.ErrorList {
+	errs := profile.ValidateExtenders(proc.extenders, extendersPath)
+	return append(errs, profile.CheckGates(proc.run.FeatureGates, proc.gatesPath())...)
+}
+
 // gatesPath is where the owner sets the process's feature gates, for error messages.
 func (proc *process) gatesPath() *field.Path {
 	if proc.kind == "Scheduler" {

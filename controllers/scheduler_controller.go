@@ -144,7 +144,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
 	}
-	if errs := profile.ValidateExtenders(s.Spec.Extenders, extendersPath); len(errs) > 0 {
+	if errs := obs.proc.settingsErrors(); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
@@ -161,10 +161,6 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 			}
 			obs.deployment = nil
 		}
-		return obs, nil
-	}
-	if errs := profile.CheckGates(obs.proc.run.FeatureGates, obs.proc.gatesPath()); len(errs) > 0 {
-		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
 	if err := profile.ValidateProcess(obs.plan.config.YAML, obs.proc.run.FeatureGates); err != nil {

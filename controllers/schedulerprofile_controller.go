@@ -196,9 +196,8 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.conflictWith = conflictingProfile(p, list.Items, obs.schedulerName); obs.conflictWith != "" {
 		return obs, nil
 	}
-	// Refused TLS settings come before a missing Secret, as for a Scheduler: the Secret would not
-	// help.
-	if errs := profile.ValidateExtenders(p.Spec.Extenders, extendersPath); len(errs) > 0 {
+	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
+	if errs := proc.settingsErrors(); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
@@ -242,7 +241,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return err
 	}
-	if errs := profile.ValidateExtenders(s.Spec.Extenders, extendersPath); len(errs) > 0 {
+	if errs := proc.settingsErrors(); len(errs) > 0 {
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
@@ -261,6 +260,10 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if m.refused() || pl.config == nil {
 		return nil
 	}
+	// The Scheduler's reconciler holds the rollout back for a missing API: say so here too.
+	if obs.apiMissing, err = missingAPI(r.apis, proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+		return err
+	}
 	obs.config = pl.config
 	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[AnnotationConfigHash] == pl.config.Hash
 	if obs.applied && obs.deployment.Status.AvailableReplicas > 0 {
@@ -273,8 +276,8 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 // scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
 // status, errs the same errors with their fields.
 func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (cfg *profile.Config, invalid string, errs field.ErrorList) {
-	// Render refuses these too, as one error; checked here they keep their fields.
-	if errs := profile.ValidateExtenders(p.Spec.Extenders, extendersPath); len(errs) > 0 {
+	// Render refuses the extenders' too, as one error; checked here they keep their fields.
+	if errs := proc.settingsErrors(); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: s.namespace, CASecrets: proc.secrets.withCA})

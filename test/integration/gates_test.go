@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,6 +52,32 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 	})
 	if err := absent(t.Context(), k, sched+".scheduler"); err != nil {
 		t.Error(err)
+	}
+	// Its member says why it is not served.
+	k.waitForConditions(t, sched+"-m", conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable})
+
+	// A Scheduler's refused gate is the Scheduler's: it is reported on the Scheduler at its field,
+	// and on its member as the Scheduler's.
+	badSched := uniqueName("badgates")
+	bs := testutil.MakeScheduler(badSched).Obj()
+	bs.Spec.FeatureGates = map[string]bool{"NoSuchGate": true}
+	k.createScheduler(t, bs)
+	k.createProfile(t, testutil.MakeProfile(badSched+"-m").SchedulerRef(badSched).Obj())
+	const refusedGate = "spec.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate: NoSuchGate"
+	testutil.Eventually(t, reconcileTimeout, "Scheduler "+badSched+" to be refused for its gate", func(ctx context.Context) error {
+		s, err := k.getScheduler(ctx, badSched)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, schedulingv1alpha1.ConditionDegraded)
+		if c == nil || c.Reason != schedulingv1alpha1.ReasonInvalidConfigNotRolledOut || !strings.Contains(c.Message, refusedGate) {
+			return fmt.Errorf("Degraded condition %+v", c)
+		}
+		return nil
+	})
+	p = k.waitForConditions(t, badSched+"-m", conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig})
+	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, "Scheduler "+badSched+": "+refusedGate) {
+		t.Errorf("the member's ConfigValid message %q does not name the Scheduler's gate", msg)
 	}
 
 	bad := uniqueName("badgate")

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -27,8 +28,11 @@ import (
 //
 // Get reads a published copy without a lock: Filter and Score run on many goroutines at once,
 // and a lock, even a read lock, on every node of every cycle would cost more than the labels.
-// The informer's handler writes the values under a lock; Publish, once per cycle, copies them
-// when they have changed, which for nodes is rare.
+// The informer's handler writes the values under a lock; Publish, called once per cycle, copies
+// them when they have changed, at most once per publishInterval: kubelets update their Node
+// objects every few minutes, so a large cluster changes some node many times a second, and a
+// copy per cycle would cost more than it saves. A node changed since the last copy is a miss
+// until the next one.
 type Cache[T any] struct {
 	compute func(*v1.Node) T
 	// registration is the handler's on the node informer; nil without informers.
@@ -41,13 +45,20 @@ type Cache[T any] struct {
 	changed atomic.Bool
 	// published is the copy of values that Get reads.
 	published atomic.Pointer[map[*v1.Node]T]
+	// publishedAt is when published was copied, under mu; publishInterval is the least time
+	// between two copies.
+	publishedAt     time.Time
+	publishInterval time.Duration
 }
+
+// publishInterval is the least time between two copies of a cache's values.
+const publishInterval = time.Second
 
 // New returns a cache of compute's values, kept up to date by an event handler on the node
 // informer of h. Without a handle or informers (unit tests) the cache stays empty and Get
 // computes every value.
 func New[T any](h fwk.Handle, compute func(*v1.Node) T) (*Cache[T], error) {
-	c := &Cache[T]{compute: compute, values: map[*v1.Node]T{}}
+	c := &Cache[T]{compute: compute, values: map[*v1.Node]T{}, publishInterval: publishInterval}
 	if h == nil || h.SharedInformerFactory() == nil {
 		return c, nil
 	}
@@ -77,18 +88,21 @@ func (c *Cache[T]) HasSynced() bool {
 	return c.registration == nil || c.registration.HasSynced()
 }
 
-// Publish makes the values written since the last call visible to Get. Plugins call it once per
+// Publish makes the values written since the last copy visible to Get. Plugins call it once per
 // scheduling cycle, before Filter or Score (in PreFilter or PreScore); it copies the values only
-// when a node has changed.
+// when a node has changed, and at most once per publishInterval.
 func (c *Cache[T]) Publish() {
 	if !c.changed.Load() {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := maps.Clone(c.values)
-	c.published.Store(&m)
-	c.changed.Store(false)
+	if now := time.Now(); now.Sub(c.publishedAt) >= c.publishInterval {
+		m := maps.Clone(c.values)
+		c.published.Store(&m)
+		c.changed.Store(false)
+		c.publishedAt = now
+	}
 }
 
 // Len returns how many node objects the cache holds values for, published or not.

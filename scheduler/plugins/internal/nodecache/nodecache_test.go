@@ -2,6 +2,7 @@ package nodecache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -9,10 +10,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/internal/plugintest"
 )
 
@@ -37,6 +38,8 @@ func informed(t *testing.T, nodes ...*v1.Node) (*Cache[string], *poolOf, *plugin
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every Publish copies: the tests check what is cached after each.
+	c.publishInterval = 0
 	h.Start(t)
 	return c, p, h
 }
@@ -49,12 +52,12 @@ func waitLen(t *testing.T, c *Cache[string], n int) {
 
 func waitFor(t *testing.T, what string, done func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return done(), nil
+	testutil.Eventually(t, 10*time.Second, what, func(context.Context) error {
+		if !done() {
+			return errors.New("not yet")
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func TestCacheFollowsTheInformer(t *testing.T) {
@@ -144,5 +147,32 @@ func TestTombstoneForgetsEveryObjectOfTheNode(t *testing.T) {
 	c.forget(cache.DeletedFinalStateUnknown{Key: "n2"})
 	if c.Len() != 0 {
 		t.Errorf("after n2's tombstone without object the cache holds %d objects, want 0", c.Len())
+	}
+}
+
+// TestPublishCopiesAtMostOncePerInterval: changes within the interval are not copied, and their
+// objects are computed meanwhile; the next Publish after the interval copies them.
+func TestPublishCopiesAtMostOncePerInterval(t *testing.T) {
+	p := &poolOf{}
+	c, err := New(nil, p.compute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, relabeled := node("n1", "a"), node("n1", "b")
+	c.update(nil, old)
+	c.Publish()
+	c.update(old, relabeled)
+	c.Publish() // within the interval: no copy
+	before := p.calls.Load()
+	if got := c.Get(relabeled); got != "b" || p.calls.Load() != before+1 {
+		t.Errorf("Get(relabeled) within the interval = %q after %d computes, want b computed once", got, p.calls.Load()-before)
+	}
+	c.mu.Lock()
+	c.publishedAt = c.publishedAt.Add(-publishInterval)
+	c.mu.Unlock()
+	c.Publish()
+	before = p.calls.Load()
+	if got := c.Get(relabeled); got != "b" || p.calls.Load() != before {
+		t.Errorf("Get(relabeled) after the interval = %q after %d computes, want b cached", got, p.calls.Load()-before)
 	}
 }

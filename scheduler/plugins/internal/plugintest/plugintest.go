@@ -3,6 +3,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,13 +11,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // NewCase is one case of a plugin constructor's table test: args, and the exact error or "".
@@ -108,14 +110,16 @@ func (h *Handle) Start(t testing.TB) {
 func (h *Handle) Node(t testing.TB, name string, ok func(*v1.Node) bool) *v1.Node {
 	t.Helper()
 	var got *v1.Node
-	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	testutil.Eventually(t, 10*time.Second, "the informer to deliver node "+name, func(context.Context) error {
 		n, err := h.Factory.Core().V1().Nodes().Lister().Get(name)
-		got = n
-		return err == nil && ok(n), nil
+		if err != nil {
+			return err
+		}
+		if got = n; !ok(n) {
+			return fmt.Errorf("labels %v", n.Labels)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("node %s: %v", name, err)
-	}
 	return got
 }
 
@@ -170,9 +174,12 @@ func BothWaysB[T any](b *testing.B, n int, build func(testing.TB, fwk.Handle) T,
 	b.Run("computed", func(b *testing.B) { bench(b, build(b, nil), infos(nodes)) })
 	b.Run("informed", func(b *testing.B) {
 		pl, delivered := informed(b, nodes, build)
-		for !synced(pl) {
-			time.Sleep(time.Millisecond)
-		}
+		testutil.Eventually(b, 10*time.Second, "the plugin to handle every node", func(context.Context) error {
+			if !synced(pl) {
+				return errors.New("not synced")
+			}
+			return nil
+		})
 		bench(b, pl, infos(delivered))
 	})
 }

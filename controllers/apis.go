@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,10 +32,28 @@ var requiredAPIs = map[string]requiredAPI{
 // later, without any change to the profile.
 const apiRecheck = time.Minute
 
-// missingAPI asks the apiserver's discovery for the APIs the enabled gates need, and describes the
-// first one it does not serve; "" when all are served (or nothing can be asked).
-func missingAPI(d discovery.ServerResourcesInterface, gates map[string]bool) (string, error) {
+// servedAPIs answers, through the apiserver's discovery, whether the cluster serves the APIs that
+// feature gates need. An API that is served is remembered: it does not go away under a running
+// scheduler, and asking on every reconcile of a process with gates would send a request each
+// time. One that is not served is asked again each time (every apiRecheck).
+type servedAPIs struct {
+	discovery discovery.ServerResourcesInterface
+	// served holds the requiredAPIs found served.
+	served sync.Map
+}
+
+// newServedAPIs returns the APIs that d serves; nil (no checks) for a nil d.
+func newServedAPIs(d discovery.ServerResourcesInterface) *servedAPIs {
 	if d == nil {
+		return nil
+	}
+	return &servedAPIs{discovery: d}
+}
+
+// missing describes the first API that the enabled gates need and the cluster does not serve;
+// "" when all are served (or nothing can be asked).
+func (s *servedAPIs) missing(gates map[string]bool) (string, error) {
+	if s == nil {
 		return "", nil
 	}
 	for _, gate := range slices.Sorted(maps.Keys(gates)) {
@@ -42,7 +61,7 @@ func missingAPI(d discovery.ServerResourcesInterface, gates map[string]bool) (st
 		if !ok || !gates[gate] {
 			continue
 		}
-		served, err := serves(d, api)
+		served, err := s.serves(api)
 		if err != nil {
 			return "", err
 		}
@@ -54,8 +73,11 @@ func missingAPI(d discovery.ServerResourcesInterface, gates map[string]bool) (st
 	return "", nil
 }
 
-func serves(d discovery.ServerResourcesInterface, api requiredAPI) (bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(api.groupVersion)
+func (s *servedAPIs) serves(api requiredAPI) (bool, error) {
+	if _, ok := s.served.Load(api); ok {
+		return true, nil
+	}
+	list, err := s.discovery.ServerResourcesForGroupVersion(api.groupVersion)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -64,6 +86,7 @@ func serves(d discovery.ServerResourcesInterface, api requiredAPI) (bool, error)
 	}
 	for _, r := range list.APIResources {
 		if r.Name == api.resource {
+			s.served.Store(api, true)
 			return true, nil
 		}
 	}

@@ -31,7 +31,7 @@ func TestMissingAPI(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}}
-			got, err := missingAPI(d, tc.gates)
+			got, err := newServedAPIs(d).missing(tc.gates)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,6 +39,31 @@ func TestMissingAPI(t *testing.T) {
 				t.Errorf("missingAPI = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestServedAPIsAreAskedUntilServed: a missing API is asked for again on every check, so that it
+// is found once turned on; a served one is asked for once.
+func TestServedAPIsAreAskedUntilServed(t *testing.T) {
+	fake := &clienttesting.Fake{}
+	apis := newServedAPIs(&fakediscovery.FakeDiscovery{Fake: fake})
+	gang := map[string]bool{"GenericWorkload": true}
+	for range 2 {
+		if got, err := apis.missing(gang); err != nil || got == "" {
+			t.Fatalf("missing = %q, %v; want the API missing", got, err)
+		}
+	}
+	if n := len(fake.Actions()); n != 2 {
+		t.Errorf("2 checks of a missing API asked discovery %d times, want 2", n)
+	}
+	fake.Resources = []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "podgroups"}}}}
+	for range 3 {
+		if got, err := apis.missing(gang); err != nil || got != "" {
+			t.Fatalf("missing = %q, %v; want the API served", got, err)
+		}
+	}
+	if n := len(fake.Actions()); n != 3 {
+		t.Errorf("after it was served, 3 more checks asked discovery %d times in all, want 3 (once more)", n)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,9 +31,9 @@ import (
 type processObjects struct {
 	client   client.Client
 	settings settings
-	// apis is the apiserver's discovery, to check the APIs that feature gates need; nil skips
+	// apis checks through the apiserver's discovery the APIs that feature gates need; nil skips
 	// the check.
-	apis discovery.ServerResourcesInterface
+	apis *servedAPIs
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer

@@ -37,7 +37,7 @@ type SchedulerReconciler struct {
 
 // NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with image.
 func NewSchedulerReconciler(c client.Client, apis discovery.ServerResourcesInterface, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
-	return &SchedulerReconciler{processObjects: processObjects{client: c, apis: apis, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+	return &SchedulerReconciler{processObjects: processObjects{client: c, apis: newServedAPIs(apis), settings: settings{namespace: namespace, image: image}}, recorder: recorder}
 }
 
 // SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
@@ -167,7 +167,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		obs.invalid = err.Error()
 		return obs, nil
 	}
-	if obs.apiMissing, err = missingAPI(r.apis, obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.missing(obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	st := obs.rollout

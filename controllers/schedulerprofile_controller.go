@@ -57,7 +57,7 @@ type SchedulerProfileReconciler struct {
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
 // image, the image of kube-scheduler with this project's plugins.
 func NewSchedulerProfileReconciler(c client.Client, apis discovery.ServerResourcesInterface, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return &SchedulerProfileReconciler{processObjects: processObjects{client: c, apis: apis, settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+	return &SchedulerProfileReconciler{processObjects: processObjects{client: c, apis: newServedAPIs(apis), settings: settings{namespace: namespace, image: image}}, recorder: recorder}
 }
 
 // SetupWithManager watches profiles, the objects they own (a managed object edited or deleted by
@@ -209,7 +209,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		obs.invalid = invalid
 		return obs, nil
 	}
-	if obs.apiMissing, err = missingAPI(r.apis, proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	obs.config = cfg
@@ -261,7 +261,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		return nil
 	}
 	// The Scheduler's reconciler holds the rollout back for a missing API: say so here too.
-	if obs.apiMissing, err = missingAPI(r.apis, proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return err
 	}
 	obs.config = pl.config

@@ -28,6 +28,15 @@ const (
 	goalPlugins = 0.97
 )
 
+// The contenders in the order contenders returns them, for the ratios of throughputRows.
+const (
+	ceiling = iota
+	upstream
+	oursDefault
+	oursPlugins
+	upstreamAffinity
+)
+
 // throughputApp labels the pods of the throughput benchmark.
 const throughputApp = "bench-throughput"
 
@@ -66,6 +75,7 @@ func contenders(o options) ([]contender, error) {
 		`"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":%q,"operator":"In","values":[%q]}]}]},`+
 		`"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[{"key":%q,"operator":"In","values":[%q]}]}}]}}`,
 		cluster.PoolLabel, cluster.Pool, cluster.LifecycleLabel, cluster.Spot)}
+	// In the order of the constants upstream to upstreamAffinity, after the ceiling.
 	list := []struct {
 		name, binary string
 		profile      *v1alpha1.SchedulerProfile
@@ -154,11 +164,11 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 		return row
 	}
 	rows = append(rows,
-		ratio("ours default / upstream", rates, 2, 1, goalDefault),
-		ratio("ours plugins / upstream", rates, 3, 1, goalPlugins),
-		ratio("ours plugins / upstream NodeAffinity", rates, 3, 4, 0),
-		ratio("upstream NodeAffinity / upstream", rates, 4, 1, 0),
-		ratio("upstream / apiserver ceiling", rates, 1, 0, 0),
+		ratio("ours default / upstream", rates, oursDefault, upstream, goalDefault),
+		ratio("ours plugins / upstream", rates, oursPlugins, upstream, goalPlugins),
+		ratio("ours plugins / upstream NodeAffinity", rates, oursPlugins, upstreamAffinity, 0),
+		ratio("upstream NodeAffinity / upstream", rates, upstreamAffinity, upstream, 0),
+		ratio("upstream / apiserver ceiling", rates, upstream, ceiling, 0),
 	)
 	for i, c := range cs[1:] {
 		row := stats.Row{Benchmark: name, Measure: "CPU per pod, " + c.name, Value: stats.Summarize(cpu[i+1]), Unit: "ms", Decimals: 2}
@@ -168,10 +178,10 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 		rows = append(rows, row)
 	}
 	return append(rows,
-		ratio("ours default / upstream (CPU)", cpu, 2, 1, 0),
-		ratio("ours plugins / upstream (CPU)", cpu, 3, 1, 0),
-		ratio("ours plugins / upstream NodeAffinity (CPU)", cpu, 3, 4, 0),
-		ratio("upstream NodeAffinity / upstream (CPU)", cpu, 4, 1, 0),
+		ratio("ours default / upstream (CPU)", cpu, oursDefault, upstream, 0),
+		ratio("ours plugins / upstream (CPU)", cpu, oursPlugins, upstream, 0),
+		ratio("ours plugins / upstream NodeAffinity (CPU)", cpu, oursPlugins, upstreamAffinity, 0),
+		ratio("upstream NodeAffinity / upstream (CPU)", cpu, upstreamAffinity, upstream, 0),
 	)
 }
 
@@ -188,7 +198,7 @@ func (t *throughputBench) measure(ctx context.Context, c contender, round int) (
 	pods := t.cluster.Client.CoreV1().Pods(cluster.Namespace)
 	defer t.deletePods(ctx)
 	err := t.cluster.CreatePods(ctx, t.opts.pods, func(i int) *corev1.Pod {
-		pod := cluster.Pod(fmt.Sprintf("%s-%d-%05d", c.schedulerName, round, i), fmt.Sprintf("app-%d", i%100))
+		pod := cluster.Pod(podName(c, round, i), fmt.Sprintf("app-%d", i%100))
 		pod.Labels["bench"] = throughputApp
 		pod.Spec.SchedulerName = c.schedulerName
 		return pod
@@ -283,7 +293,7 @@ func watchAlive(ctx context.Context, cancel context.CancelFunc, p *localcluster.
 func (t *throughputBench) bindAll(ctx context.Context, c contender, round int) {
 	pods := t.cluster.Client.CoreV1().Pods(cluster.Namespace)
 	err := cluster.ParallelN(ctx, t.opts.ceilingWorkers, t.opts.pods, func(ctx context.Context, i int) error {
-		name := fmt.Sprintf("%s-%d-%05d", c.schedulerName, round, i)
+		name := podName(c, round, i)
 		return pods.Bind(ctx, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster.Namespace},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: cluster.NodeName(i % t.opts.nodes)},
@@ -310,4 +320,10 @@ func (t *throughputBench) deletePods(ctx context.Context) {
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "bench: deleting the pods:", err)
 	}
+}
+
+// podName is the name of the i-th pod of contender c in a round: measure creates it, and bindAll
+// binds it.
+func podName(c contender, round, i int) string {
+	return fmt.Sprintf("%s-%d-%05d", c.schedulerName, round, i)
 }

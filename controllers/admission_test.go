@@ -11,19 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
-
-// admissionObjects are the webhook's reads, on a fake client holding objs.
-func admissionObjects(objs ...client.Object) processObjects {
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
-	return processObjects{client: c, settings: settings{namespace: "ops", image: "example.com/spo:v1"}}
-}
 
 // createdAt sets a stored object's creation time, which decides name and queue-sort conflicts.
 func createdAt[T client.Object](obj T, minutesAgo int) T {
@@ -145,7 +138,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &profileValidator{admissionObjects(tc.stored...)}
+			v := &profileValidator{fakeObjects(tc.stored...)}
 			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
 			assertPrefixes(t, "causes", causes(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -168,7 +161,7 @@ func assertPrefixes(t *testing.T, what string, got, want []string) {
 func TestProfileValidatorUpdate(t *testing.T) {
 	stored := createdAt(testutil.MakeProfile("team").Obj(), 10)
 	youngerClaimant := createdAt(testutil.MakeProfile("younger").SchedulerName("team").Obj(), 1)
-	v := &profileValidator{admissionObjects(stored, youngerClaimant)}
+	v := &profileValidator{fakeObjects(stored, youngerClaimant)}
 	ctx := t.Context()
 
 	broken := stored.DeepCopy()
@@ -228,7 +221,7 @@ func TestSchedulerValidator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &schedulerValidator{admissionObjects(member)}
+			v := &schedulerValidator{fakeObjects(member)}
 			warnings, err := v.ValidateCreate(t.Context(), tc.scheduler)
 			assertPrefixes(t, "causes", causes(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -241,10 +234,10 @@ func TestSchedulerValidator(t *testing.T) {
 func TestValidatorsAllowDelete(t *testing.T) {
 	ctx := context.Background()
 	broken := testutil.MakeProfile("bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
-	if _, err := (&profileValidator{admissionObjects(broken)}).ValidateDelete(ctx, broken); err != nil {
+	if _, err := (&profileValidator{fakeObjects(broken)}).ValidateDelete(ctx, broken); err != nil {
 		t.Errorf("Delete of a profile refused: %v", err)
 	}
-	if _, err := (&schedulerValidator{admissionObjects(broken)}).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
+	if _, err := (&schedulerValidator{fakeObjects(broken)}).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
 		t.Errorf("Delete of a Scheduler refused: %v", err)
 	}
 }

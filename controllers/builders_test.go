@@ -14,6 +14,8 @@ import (
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -27,6 +29,13 @@ var surgeOne = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStr
 }}
 
 var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
+
+// fakeObjects are the reads and writes of the reconcilers and the webhook, on a fake client
+// holding objs.
+func fakeObjects(objs ...client.Object) processObjects {
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
+	return processObjects{client: c, settings: testSettings}
+}
 
 // dedicated is the scheduler process of a profile that runs its own scheduler.
 func dedicated(p *schedulingv1alpha1.SchedulerProfile) *process {

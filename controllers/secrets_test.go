@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -85,14 +85,16 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 	}
 }
 
-func TestReadExtenderSecrets(t *testing.T) {
-	secret := func(name string, data map[string]string) *corev1.Secret {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string][]byte{}}
-		for k, v := range data {
-			s.Data[k] = []byte(v)
-		}
-		return s
+// tlsSecret is a Secret of the operator's namespace with data.
+func tlsSecret(name string, data map[string]string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
 	}
+	return s
+}
+
+func TestReadExtenderSecrets(t *testing.T) {
 	full := map[string]string{"tls.crt": "cert", "tls.key": "key"}
 	tests := []struct {
 		name        string
@@ -100,21 +102,21 @@ func TestReadExtenderSecrets(t *testing.T) {
 		wantMissing string
 		wantCA      []string
 	}{
-		{name: "both Secrets with their keys", secrets: []*corev1.Secret{secret("a", full), secret("b", map[string]string{"tls.crt": "cert", "tls.key": "key", "ca.crt": "ca"})}, wantCA: []string{"b"}},
-		{name: "a Secret is missing", secrets: []*corev1.Secret{secret("a", full)},
+		{name: "both Secrets with their keys", secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", map[string]string{"tls.crt": "cert", "tls.key": "key", "ca.crt": "ca"})}, wantCA: []string{"b"}},
+		{name: "a Secret is missing", secrets: []*corev1.Secret{tlsSecret("a", full)},
 			wantMissing: `Secret ops/b, named in an extender's tlsConfig.secretRef, does not exist`},
-		{name: "a Secret has no key", secrets: []*corev1.Secret{secret("a", full), secret("b", map[string]string{"tls.crt": "cert"})},
+		{name: "a Secret has no key", secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", map[string]string{"tls.crt": "cert"})},
 			wantMissing: `Secret ops/b, named in an extender's tlsConfig.secretRef, has no key "tls.key"`},
-		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{secret("a", full), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}, Data: map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}}},
+		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{tlsSecret("a", full), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}, Data: map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}}},
 			wantMissing: `Secret ops/b, named in an extender's tlsConfig.secretRef, does not exist`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := fake.NewClientBuilder()
+			var objs []client.Object
 			for _, s := range tc.secrets {
-				b.WithObjects(s)
+				objs = append(objs, s)
 			}
-			r := &processObjects{client: b.Build(), settings: testSettings}
+			r := fakeObjects(objs...)
 			proc := dedicated(withTLSExtenders("p", "a", "b"))
 			missing, err := r.readExtenderSecrets(t.Context(), proc)
 			if err != nil {
@@ -134,11 +136,7 @@ func TestReadExtenderSecrets(t *testing.T) {
 func TestExtenderSecretsHash(t *testing.T) {
 	hashOf := func(data map[string]string) string {
 		t.Helper()
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "a"}, Data: map[string][]byte{}}
-		for k, v := range data {
-			s.Data[k] = []byte(v)
-		}
-		r := &processObjects{client: fake.NewClientBuilder().WithObjects(s).Build(), settings: testSettings}
+		r := fakeObjects(tlsSecret("a", data))
 		proc := dedicated(withTLSExtenders("p", "a"))
 		if missing, err := r.readExtenderSecrets(t.Context(), proc); err != nil || missing != "" {
 			t.Fatalf("reading the Secret: %v %s", err, missing)
@@ -171,7 +169,7 @@ func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
 
 	p := testutil.MakeProfile("inline-key").Obj()
 	p.Spec.Extenders = []schedulingv1alpha1.Extender{extender}
-	pr := &SchedulerProfileReconciler{processObjects: admissionObjects(p)}
+	pr := &SchedulerProfileReconciler{processObjects: fakeObjects(p)}
 	obs, err := pr.reconcile(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +179,7 @@ func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
 	}
 
 	s := testutil.MakeScheduler("inline-key").Extender(extender).Obj()
-	sr := &SchedulerReconciler{processObjects: admissionObjects(s)}
+	sr := &SchedulerReconciler{processObjects: fakeObjects(s)}
 	sobs, err := sr.reconcile(t.Context(), s)
 	if err != nil {
 		t.Fatal(err)

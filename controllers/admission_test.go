@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -22,23 +21,6 @@ const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
 func createdAt[T client.Object](obj T, minutesAgo int) T {
 	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-time.Duration(minutesAgo) * time.Minute)))
 	return obj
-}
-
-// causes lists the field errors of a refusal as kubectl prints them ("field: message").
-func causes(t *testing.T, err error) []string {
-	t.Helper()
-	if err == nil {
-		return nil
-	}
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
-		t.Fatalf("error %v is not an Invalid status error", err)
-	}
-	var out []string
-	for _, c := range status.Status().Details.Causes {
-		out = append(out, c.Field+": "+c.Message)
-	}
-	return out
 }
 
 func TestProfileValidatorCreate(t *testing.T) {
@@ -140,7 +122,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &profileValidator{fakeObjects(tc.stored...)}
 			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
-			assertPrefixes(t, "causes", causes(t, err), tc.wantCauses)
+			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
 		})
 	}
@@ -223,7 +205,7 @@ func TestSchedulerValidator(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &schedulerValidator{fakeObjects(member)}
 			warnings, err := v.ValidateCreate(t.Context(), tc.scheduler)
-			assertPrefixes(t, "causes", causes(t, err), tc.wantCauses)
+			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
 		})
 	}

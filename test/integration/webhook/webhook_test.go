@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,20 +60,6 @@ func webhookCalls(t *testing.T, path string) float64 {
 	return calls
 }
 
-// causes are the field errors of a refusal as kubectl prints them ("field: message").
-func causes(t *testing.T, err error) []string {
-	t.Helper()
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
-		t.Fatalf("Error %v is not a refusal of an invalid object", err)
-	}
-	var out []string
-	for _, c := range status.Status().Details.Causes {
-		out = append(out, c.Field+": "+c.Message)
-	}
-	return out
-}
-
 // TestInvalidTableRefusedAtCreate creates every profile of the invalid-profile table: the
 // apiserver refuses each. The webhook's refusals list exactly the table's errors with their
 // fields; a profile that the CRD's own rules refuse first never reaches the webhook, and its
@@ -94,7 +79,7 @@ func TestInvalidTableRefusedAtCreate(t *testing.T) {
 				_ = k8sClient.Delete(context.Background(), p)
 				t.Fatal("The invalid profile was stored")
 			}
-			got := causes(t, err)
+			got := testutil.InvalidCauses(t, err)
 			if webhookCalls(t, profilePath) > before {
 				byWebhook++
 				if diff := cmp.Diff(tc.Want, got); diff != "" {
@@ -199,7 +184,7 @@ func TestUpdateThatBreaksIsRefused(t *testing.T) {
 		return k8sClient.Update(ctx, broken)
 	})
 	want := []string{`spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most": supported values: "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"`}
-	if diff := cmp.Diff(want, causes(t, err)); diff != "" {
+	if diff := cmp.Diff(want, testutil.InvalidCauses(t, err)); diff != "" {
 		t.Errorf("The refusal (-want +got):\n%s", diff)
 	}
 	now := &schedulingv1alpha1.SchedulerProfile{}
@@ -236,7 +221,7 @@ func TestRefusedSchedulerAndMember(t *testing.T) {
 	ctx := t.Context()
 	gates := testutil.MakeScheduler("bad-gates").Obj()
 	gates.Spec.FeatureGates = map[string]bool{"NoSuchGate": true}
-	if got := causes(t, k8sClient.Create(ctx, gates)); len(got) != 1 || !strings.HasPrefix(got[0], "spec.featureGates.NoSuchGate: ") {
+	if got := testutil.InvalidCauses(t, k8sClient.Create(ctx, gates)); len(got) != 1 || !strings.HasPrefix(got[0], "spec.featureGates.NoSuchGate: ") {
 		t.Errorf("Refusal of a Scheduler with an unknown gate: %q", got)
 	}
 
@@ -255,7 +240,7 @@ func TestRefusedSchedulerAndMember(t *testing.T) {
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
 		Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
 	}}
-	if got := causes(t, k8sClient.Create(ctx, younger)); len(got) != 1 || !strings.HasPrefix(got[0], "spec.plugins.queueSort: Invalid value: the profiles of Scheduler queue-sort must sort the queue alike") {
+	if got := testutil.InvalidCauses(t, k8sClient.Create(ctx, younger)); len(got) != 1 || !strings.HasPrefix(got[0], "spec.plugins.queueSort: Invalid value: the profiles of Scheduler queue-sort must sort the queue alike") {
 		t.Errorf("Refusal of a member with another queue sort: %q", got)
 	}
 }

@@ -240,7 +240,7 @@ func (t *throughputBench) measure(ctx context.Context, c contender, round int) (
 	}
 	s.rate = float64(t.opts.pods-1) / last.Sub(first).Seconds()
 	if proc != nil {
-		cpu, err := cluster.CPUTime(proc.PID)
+		cpu, err := localcluster.CPUTime(proc.PID)
 		if err != nil {
 			return s, err
 		}

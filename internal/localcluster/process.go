@@ -43,22 +43,54 @@ func (p *Process) Alive() bool {
 	return err == nil && start == p.StartTime && state != "Z" && state != "X"
 }
 
-// procStat reads the state and the start time of pid from /proc/<pid>/stat.
-func procStat(pid int) (state string, startTime uint64, err error) {
+// statFields reads /proc/<pid>/stat and returns its fields from field 3 (state) on: fields[0] is
+// field 3 of proc(5), fields[n] is field n+3.
+func statFields(pid int) ([]string, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return "", 0, err
+		return nil, err
 	}
 	// The command name (field 2) is in parentheses and may itself contain spaces and parentheses.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return "", 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
+		return nil, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
 	}
 	fields := strings.Fields(string(data[i+1:]))
-	// fields[0] is field 3 (state), so field 22 (starttime) is fields[19].
 	if len(fields) < 20 {
-		return "", 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
+		return nil, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
 	}
+	return fields, nil
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat: 100 on every Linux
+// architecture Go supports.
+const clockTicks = 100
+
+// CPUTime is the user and system CPU time that process pid has used so far (fields 14 and 15 of
+// /proc/<pid>/stat).
+func CPUTime(pid int) (time.Duration, error) {
+	fields, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("parsing /proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// procStat reads the state and the start time of pid from /proc/<pid>/stat.
+func procStat(pid int) (state string, startTime uint64, err error) {
+	fields, err := statFields(pid)
+	if err != nil {
+		return "", 0, err
+	}
+	// Field 22 (starttime) is fields[19].
 	startTime, err = strconv.ParseUint(fields[19], 10, 64)
 	if err != nil {
 		return "", 0, fmt.Errorf("parsing start time in /proc/%d/stat: %w", pid, err)

@@ -101,32 +101,3 @@ func ReadMemory(pid string) (Memory, error) {
 
 // MiB converts bytes to MiB.
 func MiB[T int64 | float64](bytes T) float64 { return float64(bytes) / (1 << 20) }
-
-// clockTicks is USER_HZ, the unit of the CPU times in /proc/<pid>/stat: 100 on every Linux
-// architecture Go supports.
-const clockTicks = 100
-
-// CPUTime is the user and system CPU time that process pid has used so far, from
-// /proc/<pid>/stat.
-func CPUTime(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name, in parentheses, may hold spaces: the fields are counted after it.
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	// utime and stime are fields 14 and 15 of stat(5), 12 and 13 after the name.
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat: %q", pid, s)
-	}
-	var ticks int64
-	for _, field := range f[11:13] {
-		n, err := strconv.ParseInt(field, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("parsing /proc/%d/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
-}

@@ -158,11 +158,31 @@ func operatorChild(ctx context.Context, o options) error {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
 		return err
 	}
-	stop, err := startOperator(ctx, c.Config)
+	r := operatorResult{Profiles: o.operatorProfiles}
+	if err := settleProfiles(ctx, c.Config, admin, o, &r); err != nil {
+		return err
+	}
+	if err := resyncProfiles(ctx, c.Config, o, &r); err != nil {
+		return err
+	}
+	fmt.Printf("Resync: %.0f reconciles in %s, %d write requests\n", r.ResyncReconciles, r.Resync.Round(100*time.Millisecond), r.ResyncWrites)
+
+	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	r := operatorResult{Profiles: o.operatorProfiles}
+	return os.WriteFile(o.operatorChild, data, 0o644)
+}
+
+// settleProfiles runs the operator while r.Profiles profiles are created at once, until each is
+// Available and the operator is idle, and records the time to settle, the reconciles and the peak
+// memory of this process.
+func settleProfiles(ctx context.Context, cfg *rest.Config, admin client.Client, o options, r *operatorResult) error {
+	stop, err := startOperator(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	begin := time.Now()
 	err = cluster.Parallel(ctx, r.Profiles, func(ctx context.Context, i int) error {
 		// The memory benchmark's kinds of profile, each named on its own.
@@ -171,62 +191,53 @@ func operatorChild(ctx context.Context, o options) error {
 		return admin.Create(ctx, p)
 	})
 	if err != nil {
-		stop()
 		return fmt.Errorf("creating the profiles: %w", err)
 	}
 	fmt.Printf("Created %d profiles in %s\n", r.Profiles, time.Since(begin).Round(100*time.Millisecond))
 	if err := waitProfiles(ctx, admin, o, "ConfigValid with a Deployment", configValid); err != nil {
-		stop()
 		return err
 	}
 	r.Settle, r.Reconciles = time.Since(begin), reconciles()
 	fmt.Printf("All ConfigValid with their Deployment in %s, %.0f reconciles\n", r.Settle.Round(100*time.Millisecond), r.Reconciles)
-
 	if err := markDeploymentsAvailable(ctx, admin); err != nil {
-		stop()
 		return err
 	}
 	if err := waitProfiles(ctx, admin, o, "Available", available); err != nil {
-		stop()
 		return err
 	}
 	waitIdle(ctx)
 	m, err := cluster.ReadMemory("self")
 	if err != nil {
-		stop()
 		return err
 	}
 	r.PeakRSS = m.HWM
-	stop()
+	return nil
+}
 
+// resyncProfiles starts the operator again, whose new cache reconciles every settled profile
+// once, and records that pass's reconciles and write requests: the steady state.
+func resyncProfiles(ctx context.Context, cfg *rest.Config, o options, r *operatorResult) error {
 	var requests testutil.RequestLog
 	before := reconciles()
 	resync := time.Now()
-	stop, err = startOperator(ctx, requests.Wrap(c.Config))
+	stop, err := startOperator(ctx, requests.Wrap(cfg))
 	if err != nil {
 		return err
 	}
+	defer stop()
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, o.deadline, true, func(context.Context) (bool, error) {
 		return reconciles()-before >= float64(r.Profiles), nil
 	})
 	if err != nil {
-		stop()
 		return fmt.Errorf("waiting for the restarted operator to reconcile every profile: %w", err)
 	}
 	r.Resync = time.Since(resync)
 	waitIdle(ctx)
-	stop()
 	r.ResyncReconciles = reconciles() - before
 	writes, _ := requests.Take()
 	r.ResyncWrites = len(writes)
 	r.ResyncWriteSample = writes[:min(len(writes), 5)]
-	fmt.Printf("Resync: %.0f reconciles in %s, %d write requests\n", r.ResyncReconciles, r.Resync.Round(100*time.Millisecond), r.ResyncWrites)
-
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(o.operatorChild, data, 0o644)
+	return nil
 }
 
 // startOperator starts the operator as main wires it (controllers.SetupManager on the options of

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -187,4 +188,22 @@ func (k *cluster) profileConfigMaps(ctx context.Context, name string) ([]string,
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// deploymentAbsent checks that a Deployment of the operator's namespace does not exist.
+func (k *cluster) deploymentAbsent(ctx context.Context, name string) error {
+	err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &appsv1.Deployment{})
+	if err == nil {
+		return fmt.Errorf("Deployment %s exists", name)
+	}
+	return client.IgnoreNotFound(err)
+}
+
+// createSecret creates a Secret, deleted when the test ends.
+func (k *cluster) createSecret(t *testing.T, secret *corev1.Secret) {
+	t.Helper()
+	if err := k.admin.Create(t.Context(), secret); err != nil {
+		t.Fatalf("Creating Secret %s: %v", secret.Name, err)
+	}
+	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), secret) })
 }

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -47,19 +46,20 @@ func TestControllerExtenderSecret(t *testing.T) {
 	k.createProfile(t, p)
 
 	k.waitForConfigValidMessage(t, name, secretNotFound, fmt.Sprintf("Secret %s/%s, named in an extender's tlsConfig.secretRef, does not exist", operatorNamespace, secretName))
-	k.checkNoDeployment(t, name+"-scheduler")
+	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
+		t.Error(err)
+	}
 
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: secretName},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{"tls.crt": []byte("certificate 1")},
 	}
-	if err := k.admin.Create(t.Context(), secret); err != nil {
-		t.Fatalf("Creating Secret %s: %v", secretName, err)
-	}
-	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), secret) })
+	k.createSecret(t, secret)
 	k.waitForConfigValidMessage(t, name, secretNotFound, `has no key "tls.key"`)
-	k.checkNoDeployment(t, name+"-scheduler")
+	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
+		t.Error(err)
+	}
 
 	// The Secret is completed: the profile recovers without a change of its own.
 	k.updateSecret(t, secret, map[string][]byte{"tls.crt": []byte("certificate 1"), "tls.key": []byte(testKeyPEM), "ca.crt": []byte("ca")})
@@ -104,10 +104,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 	k.waitForConfigValidMessage(t, name, secretNotFound, "does not exist")
 	k.waitForConditions(t, name, secretNotFound, available,
 		conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound})
-	still := &appsv1.Deployment{}
-	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: before.Status.DeploymentName}, still); err != nil {
-		t.Fatal(err)
-	}
+	still := k.liveDeployment(t, before.Status.DeploymentName)
 	if still.Spec.Template.Annotations[controllers.AnnotationRevision] != rotated.Spec.Template.Annotations[controllers.AnnotationRevision] {
 		t.Errorf("The Deployment changed while the Secret was missing")
 	}
@@ -140,17 +137,16 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 		}
 		return nil
 	})
-	k.checkNoDeployment(t, name+".scheduler")
+	if err := k.deploymentAbsent(t.Context(), name+".scheduler"); err != nil {
+		t.Error(err)
+	}
 
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: secretName},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{"tls.crt": []byte("certificate"), "tls.key": []byte(testKeyPEM)},
 	}
-	if err := k.admin.Create(t.Context(), secret); err != nil {
-		t.Fatalf("Creating Secret %s: %v", secretName, err)
-	}
-	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), secret) })
+	k.createSecret(t, secret)
 	k.waitForConditions(t, member, configValid)
 	s := k.waitForScheduler(t, name, "to run its member", func(s *schedulingv1alpha1.Scheduler) error {
 		if s.Status.ConfigMapName == "" {
@@ -158,11 +154,7 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 		}
 		return nil
 	})
-	d := &appsv1.Deployment{}
-	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: s.Status.DeploymentName}, d); err != nil {
-		t.Fatal(err)
-	}
-	checkSecretMounted(t, d, secretName)
+	checkSecretMounted(t, k.schedulerDeployment(t, s), secretName)
 	cm := &corev1.ConfigMap{}
 	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: s.Status.ConfigMapName}, cm); err != nil {
 		t.Fatal(err)
@@ -199,15 +191,6 @@ func (k *cluster) updateSecret(t *testing.T, secret *corev1.Secret, data map[str
 	secret.Data = data
 	if err := k.admin.Update(t.Context(), secret); err != nil {
 		t.Fatalf("Updating Secret %s: %v", secret.Name, err)
-	}
-}
-
-// checkNoDeployment checks that no scheduler Deployment of that name was created.
-func (k *cluster) checkNoDeployment(t *testing.T, name string) {
-	t.Helper()
-	err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: name}, &appsv1.Deployment{})
-	if !apierrors.IsNotFound(err) {
-		t.Errorf("Deployment %s: got %v, want NotFound while a Secret is missing", name, err)
 	}
 }
 

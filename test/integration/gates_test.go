@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -35,7 +33,7 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 		}
 	}
 	testutil.Consistently(t, 2*time.Second, "no Deployment for "+name, func(ctx context.Context) error {
-		return absent(ctx, k, name+"-scheduler")
+		return k.deploymentAbsent(ctx, name+"-scheduler")
 	})
 
 	sched := uniqueName("gangs")
@@ -50,7 +48,7 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 		}
 		return schedulerCondition(conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable})(got)
 	})
-	if err := absent(t.Context(), k, sched+".scheduler"); err != nil {
+	if err := k.deploymentAbsent(t.Context(), sched+".scheduler"); err != nil {
 		t.Error(err)
 	}
 	// Its member says why it is not served.
@@ -86,13 +84,4 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, "spec.scheduler.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate: NoSuchGate") {
 		t.Errorf("ConfigValid message %q", msg)
 	}
-}
-
-// absent checks that a Deployment of the operator's namespace does not exist.
-func absent(ctx context.Context, k *cluster, name string) error {
-	err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, &appsv1.Deployment{})
-	if err == nil {
-		return fmt.Errorf("Deployment %s exists", name)
-	}
-	return client.IgnoreNotFound(err)
 }

@@ -139,9 +139,7 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: uniqueName("ctl-rbac-client")},
 			Data:       map[string][]byte{"tls.crt": []byte("certificate"), "tls.key": []byte(testKeyPEM)},
 		}
-		if err := k.admin.Create(ctx, secret); err != nil {
-			t.Fatal(err)
-		}
+		k.createSecret(t, secret)
 		withTLS := testutil.MakeProfile(uniqueName("ctl-rbac-tls")).Obj()
 		withTLS.Spec.Extenders = []schedulingv1alpha1.Extender{tlsExtender(secret.Name)}
 		k.createProfile(t, withTLS)

@@ -229,10 +229,6 @@ func TestSharedAndDedicatedOfTheSameName(t *testing.T) {
 	k.deleteProfileAndObjects(t, mover)
 	k.waitForScheduler(t, name, "to run nothing without members", schedulerCondition(conditionWant{schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoProfiles}))
 	testutil.Eventually(t, reconcileTimeout, "the Scheduler's Deployment to be removed", func(ctx context.Context) error {
-		err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: s.Status.DeploymentName}, &appsv1.Deployment{})
-		if err == nil {
-			return fmt.Errorf("%s still exists", s.Status.DeploymentName)
-		}
-		return client.IgnoreNotFound(err)
+		return k.deploymentAbsent(ctx, s.Status.DeploymentName)
 	})
 }

@@ -13,10 +13,10 @@ import (
 	"k8s.io/component-base/featuregate"
 )
 
-// gateMu serializes everything that reads kube-scheduler's feature gates: its defaulting and its
-// plugins read the process-wide gate, so a validation with gates sets them there, and no other
-// validation runs until they are reset. Validations are about a millisecond each.
-var gateMu sync.Mutex
+// gateMu guards kube-scheduler's process-wide feature gate, which its defaulting and its plugins
+// read: a validation with gates sets them there and holds it for writing until they are reset;
+// validations with the default gates only read it, and run side by side.
+var gateMu sync.RWMutex
 
 // dependencyError matches upstream's message for a gate whose dependencies are off.
 var dependencyError = regexp.MustCompile(`^(\w+) is enabled, but depends on features that are disabled`)
@@ -65,15 +65,17 @@ func firstLine(err error) string {
 }
 
 // withGates runs fn with gates set on the process-wide gate, and then resets them, holding
-// gateMu throughout. Gates that CheckGates refuses are refused here before the process-wide gate
+// gateMu for writing throughout (for reading, without gates). Gates that CheckGates refuses are refused here before the process-wide gate
 // is touched: a failed SetFromMap would leave them in it, and every later one would fail.
 func withGates(gates map[string]bool, fn func()) error {
-	gateMu.Lock()
-	defer gateMu.Unlock()
 	if len(gates) == 0 {
+		gateMu.RLock()
+		defer gateMu.RUnlock()
 		fn()
 		return nil
 	}
+	gateMu.Lock()
+	defer gateMu.Unlock()
 	if errs := CheckGates(gates, field.NewPath("featureGates")); len(errs) > 0 {
 		return fmt.Errorf("setting feature gates: %w", errs.ToAggregate())
 	}

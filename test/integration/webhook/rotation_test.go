@@ -109,9 +109,12 @@ func TestCertRotation(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), good) })
 	// Both configurations review a labelled profile: the suite's and this test's.
-	if calls := webhookCalls(t, profilePath) - before; calls != 2 {
-		t.Errorf("%v reviews of a labelled profile, want 2 (the suite's webhook and the rotated one)", calls)
-	}
+	testutil.Eventually(t, 5*time.Second, "2 reviews of a labelled profile (the suite's webhook and the rotated one)", func(context.Context) error {
+		if calls := webhookCalls(t, profilePath) - before; calls != 2 {
+			return fmt.Errorf("%v reviews", calls)
+		}
+		return nil
+	})
 	bad := testutil.MakeProfile("rotation-bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
 	bad.Labels = map[string]string{label: "true"}
 	err := k8sClient.Create(ctx, bad)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -54,13 +55,7 @@ func (e *filterExtender) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestHTTPExtender(t *testing.T) {
 	nodes := makeNodes(t, "extender", nodeSpec{name: "big", cpus: 32}, nodeSpec{name: "small", cpus: 2})
 	ext := &filterExtender{allowed: "extender-small"}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.StripPrefix("/scheduler", ext), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	addr := serveExtender(t, http.StripPrefix("/scheduler", ext), nil)
 
 	p := applyProfile(t, fmt.Sprintf(`
 metadata: {name: e2e-extender}
@@ -69,7 +64,7 @@ spec:
   - urlPrefix: http://%s/scheduler
     filterVerb: filter
     nodeCacheCapable: true
-    httpTimeout: 5s`, l.Addr()))
+    httpTimeout: 5s`, addr))
 	p = waitCondition(t, p.Name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, "", 30*time.Second)
 	waitScheduler(t, p.Name, p.Status.ConfigHash)
 
@@ -82,4 +77,21 @@ spec:
 	if ext.calls.Load() < 2 {
 		t.Errorf("the extender was called %d times, want at least once per pod", ext.calls.Load())
 	}
+}
+
+// serveExtender serves h on a port of 127.0.0.1 until the test ends, over TLS with tlsConfig
+// when it is not nil, and returns the address.
+func serveExtender(t *testing.T, h http.Handler, tlsConfig *tls.Config) net.Addr {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return l.Addr()
 }

@@ -108,19 +108,13 @@ func TestHTTPSExtenderWithClientCertificateFromSecret(t *testing.T) {
 		t.Fatal("The CA's certificate does not parse")
 	}
 	ext := &peerRecorder{next: http.StripPrefix("/scheduler", &filterExtender{allowed: "mtls-small"})}
-	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+	addr := serveExtender(t, ext, &tls.Config{
 		Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: clientCAs, MinVersion: tls.VersionTLS12,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: ext, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
 
 	// The extender refuses a caller without a certificate of its CA.
 	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: clientCAs, MinVersion: tls.VersionTLS12}}}
-	if resp, err := plain.Post("https://"+l.Addr().String()+"/scheduler/filter", "application/json", strings.NewReader("{}")); err == nil {
+	if resp, err := plain.Post("https://"+addr.String()+"/scheduler/filter", "application/json", strings.NewReader("{}")); err == nil {
 		_ = resp.Body.Close()
 		t.Fatalf("the extender answered %s to a caller without a client certificate", resp.Status)
 	}
@@ -141,7 +135,7 @@ spec:
     enableHTTPS: true
     httpTimeout: 5s
     tlsConfig:
-      secretRef: {name: %s}`, l.Addr(), secret.Name))
+      secretRef: {name: %s}`, addr, secret.Name))
 	p = waitCondition(t, p.Name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, "", 30*time.Second)
 	waitScheduler(t, p.Name, p.Status.ConfigHash)
 
@@ -205,7 +199,7 @@ spec:
 	inline := &schedulingv1alpha1.SchedulerProfile{}
 	certPEM, keyPEM := ca.sign(t, certutil.Config{CommonName: "inline", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	inlineSpec, err := yaml.Marshal(map[string]any{"metadata": map[string]any{"name": "e2e-mtls-inline"}, "spec": map[string]any{"extenders": []any{map[string]any{
-		"urlPrefix": "https://" + l.Addr().String() + "/scheduler", "filterVerb": "filter", "enableHTTPS": true,
+		"urlPrefix": "https://" + addr.String() + "/scheduler", "filterVerb": "filter", "enableHTTPS": true,
 		"tlsConfig": map[string]any{"certData": certPEM, "keyData": keyPEM},
 	}}}})
 	if err != nil {

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -95,12 +93,7 @@ func gangNode(name string) *corev1.Node {
 // createGang creates the PodGroup, which schedules gangSize pods or none, and its pods, all at
 // once, for scheduler; the pods keep to the gang pool.
 func createGang(ctx context.Context, c client.Client, scheduler string) ([]*corev1.Pod, error) {
-	pg := &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: gangGroup, Namespace: "default"},
-		Spec: schedulingv1beta1.PodGroupSpec{
-			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: gangSize}},
-		},
-	}
+	pg := testutil.MakePodGroup(gangGroup, "default").Gang(gangSize).Obj()
 	if err := c.Create(ctx, pg); err != nil {
 		return nil, fmt.Errorf("creating PodGroup %s: %w", pg.Name, err)
 	}
@@ -110,8 +103,7 @@ func createGang(ctx context.Context, c client.Client, scheduler string) ([]*core
 			Label("app", gangGroup).Label("app.kubernetes.io/part-of", partOf).SchedulerName(scheduler).
 			NodeSelector(map[string]string{poolKey: gangTaint.Value}).
 			Toleration(corev1.Toleration{Key: gangTaint.Key, Operator: corev1.TolerationOpEqual, Value: gangTaint.Value, Effect: gangTaint.Effect}).
-			Request(corev1.ResourceCPU, fmt.Sprintf("%dm", gangPodMilli)).Request(corev1.ResourceMemory, "256Mi").Obj()
-		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(gangGroup)}
+			Request(corev1.ResourceCPU, fmt.Sprintf("%dm", gangPodMilli)).Request(corev1.ResourceMemory, "256Mi").PodGroup(gangGroup).Obj()
 		if err := c.Create(ctx, pod); err != nil {
 			return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}

@@ -64,6 +64,12 @@ func (w *PodWrapper) Request(name corev1.ResourceName, quantity string) *PodWrap
 	return w
 }
 
+// PodGroup makes the pod a member of the PodGroup name (spec.schedulingGroup).
+func (w *PodWrapper) PodGroup(name string) *PodWrapper {
+	w.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &name}
+	return w
+}
+
 // Obj returns a copy of the pod.
 func (w *PodWrapper) Obj() *corev1.Pod {
 	return w.DeepCopy()

@@ -11,7 +11,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -130,12 +129,7 @@ func checkGatePassed(t *testing.T, deployment string) {
 // createPodGroup creates a PodGroup in default that schedules minCount pods or none.
 func createPodGroup(t *testing.T, name string, minCount int32) {
 	t.Helper()
-	pg := &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: schedulingv1beta1.PodGroupSpec{
-			SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: minCount}},
-		},
-	}
+	pg := testutil.MakePodGroup(name, "default").Gang(minCount).Obj()
 	if err := k8s.Create(t.Context(), pg); err != nil {
 		t.Fatalf("creating PodGroup %s: %v", name, err)
 	}

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -319,16 +318,7 @@ func markDeploymentsAvailable(ctx context.Context, admin client.Client) error {
 		return err
 	}
 	return cluster.Parallel(ctx, len(list.Items), func(ctx context.Context, i int) error {
-		key := client.ObjectKeyFromObject(&list.Items[i])
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d := &appsv1.Deployment{}
-			if err := admin.Get(ctx, key, d); err != nil {
-				return err
-			}
-			n := ptr.Deref(d.Spec.Replicas, 1)
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-			return admin.Status().Update(ctx, d)
-		})
+		return testutil.MarkDeploymentAvailable(ctx, admin, client.ObjectKeyFromObject(&list.Items[i]))
 	})
 }
 

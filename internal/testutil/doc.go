@@ -10,6 +10,6 @@
 // Each kind has its own file (profile.go, node.go, pod.go); a new API kind gets a file of its own
 // with Make<Kind> in the same shape. Waits go through Poll, Eventually and Consistently (wait.go).
 //
-// The package imports only the project's API and Kubernetes' API packages, so that the tests of
-// any package, the controllers' included, import it without a cycle.
+// The package imports only the project's API, Kubernetes' API and client packages, so that the
+// tests of any package, the controllers' included, import it without a cycle.
 package testutil

@@ -15,11 +15,11 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
@@ -156,22 +156,7 @@ func (k *cluster) updateProfile(t *testing.T, name string, mutate func(*scheduli
 // write once every replica of the current template is available.
 func (k *cluster) markDeploymentAvailable(t *testing.T, name string) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		d := &appsv1.Deployment{}
-		if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: name}, d); err != nil {
-			return err
-		}
-		n := ptr.Deref(d.Spec.Replicas, 1)
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation,
-			Replicas:           n,
-			UpdatedReplicas:    n,
-			ReadyReplicas:      n,
-			AvailableReplicas:  n,
-		}
-		return k.admin.Status().Update(t.Context(), d)
-	})
-	if err != nil {
+	if err := testutil.MarkDeploymentAvailable(t.Context(), k.admin, client.ObjectKey{Namespace: operatorNamespace, Name: name}); err != nil {
 		t.Fatalf("Setting the status of Deployment %s: %v", name, err)
 	}
 }

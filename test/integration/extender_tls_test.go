@@ -126,17 +126,7 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 	k.createProfile(t, testutil.MakeProfile(member).SchedulerRef(name).Obj())
 
 	k.waitForConfigValidMessage(t, member, secretNotFound, secretName)
-	testutil.Eventually(t, reconcileTimeout, "Scheduler "+name+" to be Degraded for the Secret", func(ctx context.Context) error {
-		s, err := k.getScheduler(ctx, name)
-		if err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(s.Status.Conditions, schedulingv1alpha1.ConditionDegraded)
-		if c == nil || c.Reason != schedulingv1alpha1.ReasonSecretNotFound || !strings.Contains(c.Message, secretName) {
-			return fmt.Errorf("Degraded is %v", c)
-		}
-		return nil
-	})
+	k.waitForDegradedScheduler(t, name, schedulingv1alpha1.ReasonSecretNotFound, secretName)
 	if err := k.deploymentAbsent(t.Context(), name+".scheduler"); err != nil {
 		t.Error(err)
 	}

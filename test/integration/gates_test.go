@@ -2,12 +2,10 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -41,13 +39,7 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 	s.Spec.FeatureGates = gang
 	k.createScheduler(t, s)
 	k.createProfile(t, testutil.MakeProfile(sched+"-m").SchedulerRef(sched).Obj())
-	testutil.Eventually(t, reconcileTimeout, "Scheduler "+sched+" to be refused", func(ctx context.Context) error {
-		got, err := k.getScheduler(ctx, sched)
-		if err != nil {
-			return err
-		}
-		return schedulerCondition(conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable})(got)
-	})
+	k.waitForDegradedScheduler(t, sched, schedulingv1alpha1.ReasonRequiredAPIUnavailable, "scheduling.k8s.io/v1beta1 podgroups")
 	if err := k.deploymentAbsent(t.Context(), sched+".scheduler"); err != nil {
 		t.Error(err)
 	}
@@ -62,17 +54,7 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 	k.createScheduler(t, bs)
 	k.createProfile(t, testutil.MakeProfile(badSched+"-m").SchedulerRef(badSched).Obj())
 	const refusedGate = "spec.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate: NoSuchGate"
-	testutil.Eventually(t, reconcileTimeout, "Scheduler "+badSched+" to be refused for its gate", func(ctx context.Context) error {
-		s, err := k.getScheduler(ctx, badSched)
-		if err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(s.Status.Conditions, schedulingv1alpha1.ConditionDegraded)
-		if c == nil || c.Reason != schedulingv1alpha1.ReasonInvalidConfigNotRolledOut || !strings.Contains(c.Message, refusedGate) {
-			return fmt.Errorf("Degraded condition %+v", c)
-		}
-		return nil
-	})
+	k.waitForDegradedScheduler(t, badSched, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut, refusedGate)
 	p = k.waitForConditions(t, badSched+"-m", conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig})
 	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, "Scheduler "+badSched+": "+refusedGate) {
 		t.Errorf("the member's ConfigValid message %q does not name the Scheduler's gate", msg)

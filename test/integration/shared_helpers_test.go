@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,22 @@ func (k *cluster) schedulerDeployment(t *testing.T, s *schedulingv1alpha1.Schedu
 		t.Fatalf("Reading Deployment %s: %v", s.Status.DeploymentName, err)
 	}
 	return d
+}
+
+// waitForDegradedScheduler waits until the Scheduler is Degraded for reason, with a message that
+// contains text. A refused Scheduler's observedGeneration stays at what it runs, so
+// waitForScheduler, which waits for it, does not serve here.
+func (k *cluster) waitForDegradedScheduler(t *testing.T, name, reason, text string) {
+	t.Helper()
+	testutil.Eventually(t, reconcileTimeout, fmt.Sprintf("Scheduler %s to be Degraded (%s) saying %q", name, reason, text), func(ctx context.Context) error {
+		s, err := k.getScheduler(ctx, name)
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, schedulingv1alpha1.ConditionDegraded)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason || !strings.Contains(c.Message, text) {
+			return fmt.Errorf("Degraded is %+v", c)
+		}
+		return nil
+	})
 }

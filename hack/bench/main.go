@@ -6,6 +6,9 @@
 //     default profile and with NodePool and NodeLabelPreference, by upstream with NodeAffinity
 //     doing what those two do, and by a client that only posts Bindings (the apiserver's
 //     ceiling), on an envtest apiserver with fake nodes;
+//   - cycle: the CPU time of the plugins' part of a scheduling cycle with the default profile,
+//     with NodePool and NodeLabelPreference, and with two plugins that do nothing (in this
+//     process, on the same nodes, without an apiserver);
 //   - operator: the operator reconciling hundreds of profiles created at once (in a child process
 //     of this command, so that its peak memory is the operator's);
 //   - memory: the resident memory of kube-scheduler serving 1 profile, N profiles in one process
@@ -45,13 +48,14 @@ import (
 type options struct {
 	run                           string
 	assets, scheduler, upstream   string
+	noopScheduler                 string
 	crds, golden, dir, out        string
 	rounds, nodes, pods           int
 	schedulerQPS, ceilingWorkers  int
 	operatorProfiles              int
 	schedulerArgs                 string
 	memoryProfiles, memoryPods    int
-	validateCalls                 int
+	validateCalls, cyclePods      int
 	settle, bindTimeout, deadline time.Duration
 	// operatorChild is where the operator benchmark, run as a child process, writes its result.
 	operatorChild string
@@ -66,16 +70,18 @@ type benchmark struct {
 var benchmarks = []benchmark{
 	{"validate", benchValidate},
 	{"throughput", benchThroughput},
+	{"cycle", benchCycle},
 	{"operator", benchOperator},
 	{"memory", benchMemory},
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.run, "run", "validate,throughput,operator,memory", "the benchmarks to run, comma-separated")
+	flag.StringVar(&o.run, "run", "validate,throughput,cycle,operator,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/kube-scheduler", "the kube-scheduler binary with the operator's plugins")
 	flag.StringVar(&o.upstream, "upstream-scheduler", "bin/kube-scheduler-upstream", "upstream kube-scheduler, built from the same k8s.io/kubernetes module")
+	flag.StringVar(&o.noopScheduler, "noop-scheduler", "bin/kube-scheduler-noop", "bin/kube-scheduler with two plugins that do nothing (hack/bench/noop-scheduler)")
 	flag.StringVar(&o.crds, "crds", "config/crd/bases", "the operator's CRDs")
 	flag.StringVar(&o.golden, "golden", "scheduler/profile/testdata", "directory of the golden profiles (*.golden) that validate measures")
 	flag.StringVar(&o.dir, "dir", ".cache/bench", "work directory: kubeconfigs, scheduler configurations and logs")
@@ -90,6 +96,7 @@ func main() {
 	flag.IntVar(&o.memoryProfiles, "memory-profiles", 20, "profiles of the shared scheduler, and number of dedicated schedulers, in memory")
 	flag.IntVar(&o.memoryPods, "memory-pods", 5000, "pods bound to the nodes before the schedulers of memory start")
 	flag.IntVar(&o.validateCalls, "validate-calls", 100, "calls of Validate per golden profile and round")
+	flag.IntVar(&o.cyclePods, "cycle-pods", 500, "pods that cycle schedules per profile and round")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "memory: wait between the last probe pod bound and reading memory")
 	flag.DurationVar(&o.bindTimeout, "bind-timeout", 5*time.Minute, "how long a scheduler may take to start and bind its pods")
 	flag.DurationVar(&o.deadline, "operator-timeout", 10*time.Minute, "how long the operator may take to settle the profiles")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/noop"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -35,6 +36,7 @@ const (
 	oursDefault
 	oursPlugins
 	upstreamAffinity
+	oursNoop
 )
 
 // throughputApp labels the pods of the throughput benchmark.
@@ -53,20 +55,14 @@ type contender struct {
 // Upstream and ours with the default profile run the same configuration, rendered by the operator
 // from an empty spec, so that only the binary differs.
 func contenders(o options) ([]contender, error) {
-	for _, bin := range []struct{ path, make string }{{o.upstream, "make bin/kube-scheduler-upstream"}, {o.scheduler, "make build"}} {
+	for _, bin := range []struct{ path, make string }{
+		{o.upstream, "make bin/kube-scheduler-upstream"}, {o.scheduler, "make build"}, {o.noopScheduler, "make bin/kube-scheduler-noop"},
+	} {
 		if _, err := os.Stat(bin.path); err != nil {
 			return nil, fmt.Errorf("%w (build it with `%s`)", err, bin.make)
 		}
 	}
-	plugins := &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-plugins"}}
-	// The args of the node-pool sample, on labels every node has: the benchmark measures what the
-	// plugins cost, so NodePool passes every node and leaves the same choice as the default.
-	plugins.Spec.Plugins = &v1alpha1.Plugins{MultiPoint: v1alpha1.PluginSet{Enabled: []v1alpha1.Plugin{
-		{Name: "NodePool"}, {Name: "NodeLabelPreference", Weight: ptr.To[int32](3)}}}}
-	plugins.Spec.PluginConfig = []v1alpha1.PluginConfig{
-		args("NodePool", `{"nodeSelector":{"matchLabels":{%q:%q}}}`, cluster.PoolLabel, cluster.Pool),
-		args("NodeLabelPreference", `{"preferences":[{"key":%q,"values":[%q],"weight":10}]}`, cluster.LifecycleLabel, cluster.Spot),
-	}
+	plugins := pluginsProfile()
 	// The same pool and preference, done by upstream's own NodeAffinity plugin: its addedAffinity
 	// applies to every pod, as NodePool and NodeLabelPreference do. This is what the work of our
 	// two plugins costs an in-tree plugin, run by the framework the same way.
@@ -75,7 +71,7 @@ func contenders(o options) ([]contender, error) {
 		`"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":%q,"operator":"In","values":[%q]}]}]},`+
 		`"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"preference":{"matchExpressions":[{"key":%q,"operator":"In","values":[%q]}]}}]}}`,
 		cluster.PoolLabel, cluster.Pool, cluster.LifecycleLabel, cluster.Spot)}
-	// In the order of the constants upstream to upstreamAffinity, after the ceiling.
+	// In the order of the constants upstream to oursNoop, after the ceiling.
 	list := []struct {
 		name, binary string
 		profile      *v1alpha1.SchedulerProfile
@@ -84,6 +80,7 @@ func contenders(o options) ([]contender, error) {
 		{"ours, default profile", o.scheduler, &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-default"}}},
 		{"ours, NodePool + NodeLabelPreference", o.scheduler, plugins},
 		{"upstream, NodeAffinity with the same pool and preference", o.upstream, affinity},
+		{"ours, two no-op plugins", o.noopScheduler, noopProfile()},
 	}
 	cs := []contender{{name: fmt.Sprintf("apiserver ceiling (Bindings only, %d in flight)", o.ceilingWorkers), schedulerName: "bench-none"}}
 	for _, c := range list {
@@ -91,13 +88,41 @@ func contenders(o options) ([]contender, error) {
 		if err != nil {
 			return nil, err
 		}
-		if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
-			return nil, fmt.Errorf("profile %s: %w", c.profile.Name, errs.ToAggregate())
+		// The no-op plugins are not in our registry: the no-op scheduler checks its
+		// configuration when it starts.
+		if c.binary != o.noopScheduler {
+			if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
+				return nil, fmt.Errorf("profile %s: %w", c.profile.Name, errs.ToAggregate())
+			}
 		}
 		cs = append(cs, contender{name: c.name, schedulerName: c.profile.Name,
 			scheduler: &cluster.Scheduler{Name: c.profile.Name, Binary: c.binary, Config: cfg.YAML, QPS: o.schedulerQPS, Args: strings.Fields(o.schedulerArgs)}})
 	}
 	return cs, nil
+}
+
+// pluginsProfile is the profile of "ours, NodePool + NodeLabelPreference".
+func pluginsProfile() *v1alpha1.SchedulerProfile {
+	p := &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-plugins"}}
+	// The args of the node-pool sample, on labels every node has: the benchmark measures what the
+	// plugins cost, so NodePool passes every node and leaves the same choice as the default.
+	p.Spec.Plugins = &v1alpha1.Plugins{MultiPoint: v1alpha1.PluginSet{Enabled: []v1alpha1.Plugin{
+		{Name: "NodePool"}, {Name: "NodeLabelPreference", Weight: ptr.To[int32](3)}}}}
+	p.Spec.PluginConfig = []v1alpha1.PluginConfig{
+		args("NodePool", `{"nodeSelector":{"matchLabels":{%q:%q}}}`, cluster.PoolLabel, cluster.Pool),
+		args("NodeLabelPreference", `{"preferences":[{"key":%q,"values":[%q],"weight":10}]}`, cluster.LifecycleLabel, cluster.Spot),
+	}
+	return p
+}
+
+// noopProfile enables the two plugins of package noop, at the extension points and with the
+// weight of NodePool and NodeLabelPreference in pluginsProfile: the framework's own cost of two
+// such plugins, the floor under what ours can cost.
+func noopProfile() *v1alpha1.SchedulerProfile {
+	p := &v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "bench-noop"}}
+	p.Spec.Plugins = &v1alpha1.Plugins{MultiPoint: v1alpha1.PluginSet{Enabled: []v1alpha1.Plugin{
+		{Name: noop.FilterName}, {Name: noop.ScoreName, Weight: ptr.To[int32](3)}}}}
+	return p
 }
 
 // benchThroughput measures, in alternating rounds on one envtest cluster of fake nodes, how
@@ -168,6 +193,8 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 		ratio("ours plugins / upstream", rates, oursPlugins, upstream, goalPlugins),
 		ratio("ours plugins / upstream NodeAffinity", rates, oursPlugins, upstreamAffinity, 0),
 		ratio("upstream NodeAffinity / upstream", rates, upstreamAffinity, upstream, 0),
+		ratio("ours no-op plugins / upstream", rates, oursNoop, upstream, 0),
+		ratio("ours plugins / ours no-op plugins", rates, oursPlugins, oursNoop, 0),
 		ratio("upstream / apiserver ceiling", rates, upstream, ceiling, 0),
 	)
 	for i, c := range cs[1:] {
@@ -182,6 +209,8 @@ func throughputRows(o options, cs []contender, rates, cpu [][]float64) []stats.R
 		ratio("ours plugins / upstream (CPU)", cpu, oursPlugins, upstream, 0),
 		ratio("ours plugins / upstream NodeAffinity (CPU)", cpu, oursPlugins, upstreamAffinity, 0),
 		ratio("upstream NodeAffinity / upstream (CPU)", cpu, upstreamAffinity, upstream, 0),
+		ratio("ours no-op plugins / upstream (CPU)", cpu, oursNoop, upstream, 0),
+		ratio("ours plugins / ours no-op plugins (CPU)", cpu, oursPlugins, oursNoop, 0),
 	)
 }
 

@@ -13,12 +13,12 @@ func TestContendersInTheOrderOfTheRatios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := contenders(options{scheduler: self, upstream: self})
+	cs, err := contenders(options{scheduler: self, upstream: self, noopScheduler: self})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[int]string{ceiling: "apiserver ceiling", upstream: "upstream kube-scheduler", oursDefault: "ours, default profile",
-		oursPlugins: "ours, NodePool + NodeLabelPreference", upstreamAffinity: "upstream, NodeAffinity"}
+		oursPlugins: "ours, NodePool + NodeLabelPreference", upstreamAffinity: "upstream, NodeAffinity", oursNoop: "ours, two no-op plugins"}
 	if len(cs) != len(want) {
 		t.Fatalf("%d contenders, want %d", len(cs), len(want))
 	}

@@ -4,8 +4,9 @@
 //   - validate: the latency of profile.Validate over the golden profiles (in this process);
 //   - throughput: pods bound per second by upstream kube-scheduler, by bin/kube-scheduler with the
 //     default profile and with NodePool and NodeLabelPreference, by upstream with NodeAffinity
-//     doing what those two do, and by a client that only posts Bindings (the apiserver's
-//     ceiling), on an envtest apiserver with fake nodes;
+//     doing what those two do, by bin/kube-scheduler with two plugins that do nothing at the
+//     extension points of ours (the framework's floor), and by a client that only posts Bindings
+//     (the apiserver's ceiling), on an envtest apiserver with fake nodes;
 //   - cycle: the CPU time of the plugins' part of a scheduling cycle with the default profile,
 //     with NodePool and NodeLabelPreference, and with two plugins that do nothing (in this
 //     process, on the same nodes, without an apiserver);
@@ -96,7 +97,7 @@ func main() {
 	flag.IntVar(&o.memoryProfiles, "memory-profiles", 20, "profiles of the shared scheduler, and number of dedicated schedulers, in memory")
 	flag.IntVar(&o.memoryPods, "memory-pods", 5000, "pods bound to the nodes before the schedulers of memory start")
 	flag.IntVar(&o.validateCalls, "validate-calls", 100, "calls of Validate per golden profile and round")
-	flag.IntVar(&o.cyclePods, "cycle-pods", 500, "pods that cycle schedules per profile and round")
+	flag.IntVar(&o.cyclePods, "cycle-pods", 1000, "pods that cycle schedules per profile and round")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "memory: wait between the last probe pod bound and reading memory")
 	flag.DurationVar(&o.bindTimeout, "bind-timeout", 5*time.Minute, "how long a scheduler may take to start and bind its pods")
 	flag.DurationVar(&o.deadline, "operator-timeout", 10*time.Minute, "how long the operator may take to settle the profiles")

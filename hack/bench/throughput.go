@@ -51,7 +51,8 @@ type contender struct {
 }
 
 // contenders are the apiserver ceiling, upstream kube-scheduler, bin/kube-scheduler with the
-// default profile and with our plugins, and upstream doing our plugins' work with NodeAffinity.
+// default profile and with our plugins, upstream doing our plugins' work with NodeAffinity, and
+// bin/kube-scheduler-noop with two plugins that do nothing at the extension points of ours.
 // Upstream and ours with the default profile run the same configuration, rendered by the operator
 // from an empty spec, so that only the binary differs.
 func contenders(o options) ([]contender, error) {

@@ -140,20 +140,20 @@ func deploymentWith(proc *process, s settings, template *corev1ac.PodTemplateSpe
 
 func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
 	sched := proc.run
+	secretVolumes, secretMounts := extenderSecretVolumes(proc)
 	spec := corev1ac.PodSpec().
 		WithServiceAccountName(proc.names.serviceAccount()).
 		WithAutomountServiceAccountToken(true).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-		WithContainers(buildContainer(proc, s)).
+		WithContainers(buildContainer(proc, s, secretMounts)).
 		WithVolumes(
 			corev1ac.Volume().WithName(configVolume).
 				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(proc.names.configMap(cfg.Hash))),
 			// The secure port's self-signed certificate is written here; the root file
 			// system is read-only.
 			corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
-	secretVolumes, _ := extenderSecretVolumes(proc)
 	spec.WithVolumes(secretVolumes...)
 	if len(sched.NodeSelector) > 0 {
 		spec.WithNodeSelector(sched.NodeSelector)
@@ -177,7 +177,9 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 		WithSpec(spec)
 }
 
-func buildContainer(proc *process, s settings) *corev1ac.ContainerApplyConfiguration {
+// buildContainer is the scheduler's container, which mounts secretMounts besides its
+// configuration and /tmp.
+func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMountApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
 	resources := proc.run.Resources
 	if len(resources.Requests) == 0 && len(resources.Limits) == 0 {
 		resources = corev1.ResourceRequirements{Requests: defaultRequests}
@@ -188,7 +190,6 @@ func buildContainer(proc *process, s settings) *corev1ac.ContainerApplyConfigura
 			WithPeriodSeconds(period).
 			WithFailureThreshold(failures)
 	}
-	_, secretMounts := extenderSecretVolumes(proc)
 	rr := corev1ac.ResourceRequirements()
 	if len(resources.Requests) > 0 {
 		rr.WithRequests(resources.Requests)

@@ -59,6 +59,9 @@ type cycleFramework struct {
 // snapshot, the binding), so its ratios are larger: it shows where the cost of our plugins is,
 // not how it weighs on the whole scheduler.
 func benchCycle(ctx context.Context, o options) ([]stats.Row, error) {
+	// Stops the scheduler's informers and goroutines before the next benchmark.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	fws, err := cycleFrameworks(ctx, o.nodes)
 	if err != nil {
 		return nil, err
@@ -105,11 +108,11 @@ func cycleRows(o options, fws []cycleFramework, perPod [][]float64) []stats.Row 
 		}
 		return d
 	}
-	ours, noop := added(cyclePlugins), added(cycleNoop)
+	ours, noops := added(cyclePlugins), added(cycleNoop)
 	r := stats.Ratios(perPod[cyclePlugins], perPod[cycleNoop])
 	return append(rows,
 		stats.Row{Benchmark: name, Measure: "  added by our plugins", Value: stats.Summarize(ours), Unit: "µs", Decimals: 1, Note: "rounds: " + stats.Format(1, ours)},
-		stats.Row{Benchmark: name, Measure: "  added by two no-op plugins", Value: stats.Summarize(noop), Unit: "µs", Decimals: 1, Note: "rounds: " + stats.Format(1, noop)},
+		stats.Row{Benchmark: name, Measure: "  added by two no-op plugins", Value: stats.Summarize(noops), Unit: "µs", Decimals: 1, Note: "rounds: " + stats.Format(1, noops)},
 		stats.Row{Benchmark: name, Measure: "  ours / no-op plugins", Value: stats.Summarize(r), Decimals: 2, Note: "rounds: " + stats.Format(2, r)},
 	)
 }
@@ -170,7 +173,11 @@ func cycleFrameworks(ctx context.Context, n int) ([]cycleFramework, error) {
 	}
 	factory.Start(ctx.Done())
 	dynFactory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer of %v did not sync", typ)
+		}
+	}
 	if err := sched.WaitForHandlersSync(ctx); err != nil {
 		return nil, err
 	}

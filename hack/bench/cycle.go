@@ -3,20 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"syscall"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	schedcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -24,8 +18,8 @@ import (
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/noop"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
-	"github.com/schedops/scheduler-profile-operator/scheduler/registry"
 )
 
 // The frameworks of the cycle benchmark, in the order cycleFrameworks returns them.
@@ -80,11 +74,18 @@ func benchCycle(ctx context.Context, o options) ([]stats.Row, error) {
 	perPod := make([][]float64, len(fws))
 	for round := range o.rounds {
 		for _, i := range order(len(fws), round) {
-			before := cpuTime()
+			before, err := localcluster.CPUTime(os.Getpid())
+			if err != nil {
+				return nil, err
+			}
 			if err := runCycles(ctx, fws[i].fw, pods); err != nil {
 				return nil, fmt.Errorf("%s: %w", fws[i].name, err)
 			}
-			us := float64((cpuTime() - before).Nanoseconds()) / 1000 / float64(len(pods))
+			after, err := localcluster.CPUTime(os.Getpid())
+			if err != nil {
+				return nil, err
+			}
+			us := float64((after - before).Nanoseconds()) / 1000 / float64(len(pods))
 			perPod[i] = append(perPod[i], us)
 			fmt.Printf("Round %d/%d  %-48s %7.1f µs CPU per pod\n", round+1, o.rounds, fws[i].name, us)
 		}
@@ -118,8 +119,8 @@ func cycleRows(o options, fws []cycleFramework, perPod [][]float64) []stats.Row 
 }
 
 // cycleFrameworks builds the frameworks of the cycle benchmark as kube-scheduler does: one
-// scheduler.New with the three profiles, our registry and the no-op plugins, on a fake clientset
-// holding n nodes. The frameworks' snapshot is the scheduler's, taken once the scheduler's cache
+// scheduler with the three profiles, our registry and the no-op plugins (profile.NewFakeScheduler),
+// on a fake clientset holding n nodes. The frameworks' snapshot is the scheduler's, taken once the scheduler's cache
 // holds the nodes.
 func cycleFrameworks(ctx context.Context, n int) ([]cycleFramework, error) {
 	profiles := []struct {
@@ -137,11 +138,10 @@ func cycleFrameworks(ctx context.Context, n int) ([]cycleFramework, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj, _, err := scheme.Codecs.UniversalDecoder().Decode(rendered.YAML, nil, nil)
+		c, err := profile.DecodeConfig(rendered.YAML)
 		if err != nil {
 			return nil, err
 		}
-		c := obj.(*schedulerconfig.KubeSchedulerConfiguration)
 		prof := c.Profiles[0]
 		if cfg == nil {
 			cfg = c
@@ -149,31 +149,17 @@ func cycleFrameworks(ctx context.Context, n int) ([]cycleFramework, error) {
 		}
 		cfg.Profiles = append(cfg.Profiles, prof)
 	}
-	reg := registry.OutOfTree()
-	if err := reg.Merge(noop.Registry()); err != nil {
-		return nil, err
-	}
 	var objs []runtime.Object
 	for i := range n {
 		objs = append(objs, cluster.Node(i))
 	}
-	client := fake.NewClientset(objs...)
-	factory := scheduler.NewInformerFactory(client, 0, nil)
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0)
-	recorders := func(string) events.EventRecorderLogger { return events.NewFakeRecorder(0) }
-	sched, err := scheduler.New(ctx, client, factory, dynFactory, recorders,
-		scheduler.WithComponentConfigVersion(cfg.APIVersion),
-		scheduler.WithProfiles(cfg.Profiles...),
-		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
-		scheduler.WithFrameworkOutOfTreeRegistry(reg),
-		scheduler.WithParallelism(cfg.Parallelism),
-	)
+	sched, err := profile.NewFakeScheduler(ctx, cfg, noop.Registry(), objs...)
 	if err != nil {
 		return nil, err
 	}
-	factory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+	sched.Informers.Start(ctx.Done())
+	sched.DynInformers.Start(ctx.Done())
+	for typ, ok := range sched.Informers.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return nil, fmt.Errorf("informer of %v did not sync", typ)
 		}
@@ -229,13 +215,4 @@ func runCycles(ctx context.Context, f framework.Framework, pods []*corev1.Pod) e
 		}
 	}
 	return nil
-}
-
-// cpuTime is the user and system CPU time of this process so far.
-func cpuTime() time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		panic(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

@@ -63,7 +63,7 @@ func TestValidationsWithDifferentGatesDoNotLeak(t *testing.T) {
 	defaultPlugins := func(gates map[string]bool) []string {
 		var names []string
 		if err := withGates(gates, func() {
-			decoded, err := decodeConfig(cfg.YAML)
+			decoded, err := DecodeConfig(cfg.YAML)
 			if err != nil {
 				t.Error(err)
 				return

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -77,7 +78,7 @@ func validate(data []byte) field.ErrorList {
 		return field.ErrorList{field.Invalid(specPath, field.OmitValueType{}, "not a KubeSchedulerConfiguration with one profile")}
 	}
 	v := &validator{written: written.Profiles[0], known: registry.All()}
-	cfg, err := decodeConfig(data)
+	cfg, err := DecodeConfig(data)
 	if err != nil {
 		return decodeErrors(err)
 	}
@@ -283,18 +284,45 @@ func (v *validator) buildScheduler() field.ErrorList {
 func newScheduler(cfg *schedulerconfig.KubeSchedulerConfiguration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	client := fake.NewClientset()
-	dynInformerFactory := dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0)
+	_, err := NewFakeScheduler(ctx, cfg, nil)
+	return err
+}
+
+// FakeScheduler is a scheduler built by NewFakeScheduler, with the informer factories it reads,
+// which the caller starts if it runs the scheduler's informers.
+type FakeScheduler struct {
+	*scheduler.Scheduler
+	Informers    informers.SharedInformerFactory
+	DynInformers dynamicinformer.DynamicSharedInformerFactory
+}
+
+// NewFakeScheduler builds the scheduler of cfg as kube-scheduler's Setup does: scheduler.New with
+// our out-of-tree plugins and those of more (nil for none), against a fake clientset holding objs.
+// Validation builds it to catch what only scheduler.New refuses; the benchmarks run its frameworks.
+func NewFakeScheduler(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, more frameworkruntime.Registry, objs ...runtime.Object) (*FakeScheduler, error) {
+	outOfTree := registry.OutOfTree()
+	if err := outOfTree.Merge(more); err != nil {
+		return nil, err
+	}
+	client := fake.NewClientset(objs...)
+	fs := &FakeScheduler{
+		Informers:    scheduler.NewInformerFactory(client, 0, nil),
+		DynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0),
+	}
 	recorders := func(string) events.EventRecorderLogger { return events.NewFakeRecorder(0) }
-	_, err := scheduler.New(ctx, client, scheduler.NewInformerFactory(client, 0, nil), dynInformerFactory, recorders,
+	var err error
+	fs.Scheduler, err = scheduler.New(ctx, client, fs.Informers, fs.DynInformers, recorders,
 		scheduler.WithComponentConfigVersion(cfg.APIVersion),
 		scheduler.WithProfiles(cfg.Profiles...),
 		scheduler.WithPercentageOfNodesToScore(cfg.PercentageOfNodesToScore),
-		scheduler.WithFrameworkOutOfTreeRegistry(registry.OutOfTree()),
+		scheduler.WithFrameworkOutOfTreeRegistry(outOfTree),
 		scheduler.WithExtenders(withoutTLSFiles(cfg.Extenders)...),
 		scheduler.WithParallelism(cfg.Parallelism),
 	)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return fs, nil
 }
 
 // withoutTLSFiles are the extenders without their certificate files: those are the mounted
@@ -312,9 +340,9 @@ func withoutTLSFiles(extenders []schedulerconfig.Extender) []schedulerconfig.Ext
 	return out
 }
 
-// decodeConfig decodes a rendered configuration strictly through kube-scheduler's scheme, with
+// DecodeConfig decodes a rendered configuration strictly through kube-scheduler's scheme, with
 // its defaults, as the scheduler reads its --config.
-func decodeConfig(data []byte) (*schedulerconfig.KubeSchedulerConfiguration, error) {
+func DecodeConfig(data []byte) (*schedulerconfig.KubeSchedulerConfiguration, error) {
 	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
 	if err != nil {
 		return nil, err
@@ -338,7 +366,7 @@ func ValidateProcess(data []byte, gates map[string]bool) error {
 }
 
 func validateProcess(data []byte) error {
-	cfg, err := decodeConfig(data)
+	cfg, err := DecodeConfig(data)
 	if err != nil {
 		return err
 	}
@@ -363,7 +391,7 @@ func queueSortConflict(first, p Profile) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	decoded, err := decodeConfig(cfg.YAML)
+	decoded, err := DecodeConfig(cfg.YAML)
 	if err != nil {
 		return "", err
 	}

@@ -88,12 +88,13 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 	cd hack/tools/golangci-lint && go build -ldflags '-s -w' -o $@ .
 
 .PHONY: verify
-verify: generate manifests bundle $(GOLANGCI_LINT) ## Regenerate everything and fail on any diff or untracked file; gofmt, vet and lint.
+verify: generate manifests bundle $(GOLANGCI_LINT) ## Regenerate everything and fail on any diff or untracked file; gofmt, vet, lint, no build output tracked (hack/checktree).
 	@out="$$(gofmt -s -l $(GO_SOURCES))"; if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	hack/update-k8s-replaces.sh $(K8S_VERSION)
 	go mod tidy -diff
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	go run ./hack/checktree
 	@status="$$(git status --porcelain --untracked-files=all)"; if [[ -n "$$status" ]]; then \
 		echo "generated files are out of date or untracked (run make generate manifests and commit):"; \
 		echo "$$status"; git --no-pager diff --stat; exit 1; fi

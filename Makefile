@@ -59,9 +59,11 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, and the API and conditions reference in docs/reference.
 	$(CONTROLLER_GEN) object paths=./api/...
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
+	hack/update-api-docs.sh
+	go run ./hack/conditions-doc api/v1alpha1/conditions.go > docs/reference/conditions.md
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.

@@ -6,8 +6,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +28,9 @@ func main() {
 		}
 	}
 	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // the usage is printed
+		}
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

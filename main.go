@@ -68,11 +68,19 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.StringVar(&wh.SecretName, "webhook-cert-secret", controllers.DefaultWebhookSecret, "The Secret, in the operator's namespace, that holds the rotated certificate.")
 	fs.StringVar(&wh.ConfigName, "webhook-config-name", controllers.DefaultWebhookConfigName, "The ValidatingWebhookConfiguration whose caBundle the rotation sets.")
 	fs.StringVar(&wh.ServiceName, "webhook-service-name", controllers.DefaultWebhookServiceName, "The Service, in the operator's namespace, that the certificate is issued for.")
+	fs.DurationVar(&opts.Rollout.Deadline, "rollout-deadline", controllers.DefaultRolloutDeadline, "How long a new scheduler revision may take to become available, from when the operator applied it, before it is rolled back; for owners that set no rolloutDeadlineSeconds.")
+	fs.DurationVar(&opts.Rollout.Unschedulable, "rollout-unschedulable-timeout", controllers.DefaultUnschedulableTimeout, "How long a new scheduler pod may stay Unschedulable (a preemption, a node being added) before its rollout is rolled back.")
+	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
+	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return opts, nil, err
 	}
+	if *crashLoopRestarts < 1 || *crashLoopRestarts > math.MaxInt32 {
+		return opts, nil, fmt.Errorf("--rollout-crash-loop-restarts must be a positive number, not %d", *crashLoopRestarts)
+	}
+	opts.Rollout.CrashLoopRestarts = int32(*crashLoopRestarts)
 	if *enableWebhook {
 		wh.CertRotation = !*disableRotation
 		opts.Webhook = &wh

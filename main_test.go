@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,6 +60,16 @@ func TestManagerOptions(t *testing.T) {
 			env:  env,
 			want: controllers.ManagerOptions{Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: provided},
 		},
+		{
+			name: "rollout thresholds",
+			args: []string{"--rollout-deadline=10m", "--rollout-unschedulable-timeout=2m", "--rollout-start-error-timeout=90s", "--rollout-crash-loop-restarts=5"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				Rollout: controllers.RolloutThresholds{Deadline: 10 * time.Minute, Unschedulable: 2 * time.Minute, StartError: 90 * time.Second, CrashLoopRestarts: 5},
+			},
+		},
+		{name: "no crash loop restarts", args: []string{"--rollout-crash-loop-restarts=0"}, env: env, wantErr: "--rollout-crash-loop-restarts must be a positive number"},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
 		{name: "no scheduler image", env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, wantErr: "RELATED_IMAGE_SCHEDULER must name"},
 		{name: "unknown flag", args: []string{"--namespace=ops"}, env: env, wantErr: "flag provided but not defined: -namespace"},
@@ -74,6 +85,12 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.want.Rollout == (controllers.RolloutThresholds{}) {
+				tc.want.Rollout = controllers.RolloutThresholds{
+					Deadline: controllers.DefaultRolloutDeadline, Unschedulable: controllers.DefaultUnschedulableTimeout,
+					StartError: controllers.DefaultStartErrorTimeout, CrashLoopRestarts: controllers.DefaultCrashLoopRestarts,
+				}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)

@@ -35,6 +35,9 @@ type ManagerOptions struct {
 	LeaderElection bool
 	// Webhook serves the validating admission webhook; nil turns it off.
 	Webhook *WebhookOptions
+	// Rollout decides when a scheduler rollout has failed for good and is rolled back; zero
+	// fields take the defaults (DefaultRolloutDeadline and the others).
+	Rollout RolloutThresholds
 }
 
 // NewScheme knows the types the operator reads and writes: client-go's and SchedulerProfiles.
@@ -76,10 +79,12 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), apis, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	reconciler.rollout = o.Rollout
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
 	schedulers := NewSchedulerReconciler(mgr.GetClient(), apis, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	schedulers.rollout = o.Rollout
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}

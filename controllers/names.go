@@ -19,6 +19,12 @@ const (
 	// AnnotationRevision is the hash of the scheduler's whole pod template, on the template: it
 	// tells which ReplicaSet runs which revision, so a failed one can be rolled back.
 	AnnotationRevision = "scheduling.schedops.io/revision"
+	// AnnotationRevisionAppliedAt is when the operator applied the Deployment's current template
+	// revision (RFC 3339), on the Deployment: the rollout deadline of a revision runs from it. It
+	// is written with the template, in the same apply, and carried unchanged while the revision
+	// stays, so it survives a restart of the operator; a revert to a template that ran before gets
+	// a new one, unlike the ReplicaSet the Deployment reuses for it.
+	AnnotationRevisionAppliedAt = "scheduling.schedops.io/revision-applied-at"
 	// AnnotationExtenderSecretsHash is the content hash of the extenders' TLS Secrets on the
 	// scheduler's pod template: a rotated certificate rolls the scheduler, while the
 	// configuration and its ConfigMap stay the same.

@@ -34,17 +34,25 @@ type processObjects struct {
 	// apis checks through the apiserver's discovery the APIs that feature gates need; nil skips
 	// the check.
 	apis *servedAPIs
+	// rollout decides when a rollout has failed for good; zero fields take the defaults.
+	rollout RolloutThresholds
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer
 // needs, follows the rollout, and returns its live Deployment. A revision whose rollout failed is
 // not applied again: the Deployment stays on (or returns to) the last revision that ran available.
 func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Config, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
+	live, err := r.liveDeployment(ctx, proc)
+	if err != nil {
+		return nil, st, err
+	}
 	objs := r.desiredObjects(proc, cfg)
 	last := len(objs) - 1
-	revision := objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration).Spec.Template.Annotations[AnnotationRevision]
+	desired := objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration)
+	stampApplied(desired, live, time.Now())
+	revision := desired.Spec.Template.Annotations[AnnotationRevision]
 	if revision == st.failed {
-		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable)
+		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live)
 		if err != nil {
 			return nil, st, err
 		}
@@ -53,6 +61,8 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 			objs = append(objs, *rollback)
 		}
 	} else {
+		// A failed revision blocks only the spec that asks for it: any other revision, one that
+		// ran before included, rolls out.
 		st.failed, st.cause = "", ""
 	}
 	if err := r.applyAll(ctx, objs); err != nil {
@@ -72,7 +82,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		return d, st, err
 	}
 	// The rollout of this revision failed just now: return to the last available one at once.
-	rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable)
+	rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, d)
 	if err != nil || rollback == nil {
 		return d, st, err
 	}
@@ -242,48 +252,59 @@ func ownsProcessObjects(b *builder.Builder, ownerLabel string) *builder.Builder 
 		Owns(&rbacv1.ClusterRoleBinding{})
 }
 
-// judgeRollout follows the rollout of the Deployment's revision: a revision that runs available
-// becomes the one to return to; one whose rollout failed for good is marked failed, and the next
-// pass returns the Deployment to the last available revision. Without such a revision (the first
-// rollout) there is nothing to return to, and the Deployment's own progress deadline reports it.
+// judgeRollout follows the rollout of the Deployment's revision (rolloutState.next): a revision
+// that runs available becomes the one to return to; one whose rollout failed for good is marked
+// failed, and run returns the Deployment to the last available revision.
 func (r *processObjects) judgeRollout(ctx context.Context, proc *process, d *appsv1.Deployment, st rolloutState) (rolloutState, error) {
 	if d == nil {
 		return st, nil
 	}
-	rev := d.Spec.Template.Annotations[AnnotationRevision]
-	if deploymentAvailable(d) {
-		st.lastAvailable = rev
-		return st, nil
+	o := rolloutObservation{revision: d.Spec.Template.Annotations[AnnotationRevision], available: deploymentAvailable(d)}
+	if st.judges(o.revision, o.available) {
+		v, err := r.judgeRevision(ctx, proc, d, o.revision)
+		if err != nil {
+			return st, err
+		}
+		o.verdict = &v
 	}
-	if rev == "" || rev == st.lastAvailable || rev == st.failed || st.lastAvailable == "" {
-		return st, nil
+	return st.next(o), nil
+}
+
+// judgeRevision reads the ReplicaSet and pods of the Deployment's revision and judges its
+// rollout against the time the operator applied it, never against the ReplicaSet's creation: a
+// Deployment reuses the ReplicaSet of a template it ran before.
+func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *appsv1.Deployment, rev string) (rolloutVerdict, error) {
+	applied, ok := appliedAt(d)
+	if !ok {
+		// The cache has not seen the apply that records it yet; that apply changes the
+		// Deployment, so a pass follows anyway.
+		return rolloutVerdict{recheckAfter: time.Second}, nil
 	}
 	inNamespace, selected := client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, inNamespace, selected); err != nil {
-		return st, fmt.Errorf("listing ReplicaSets: %w", err)
+		return rolloutVerdict{}, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
+	var pods []corev1.Pod
 	rs := replicaSetOf(rss.Items, rev)
-	if rs == nil {
-		return st, nil
+	if rs != nil {
+		var list corev1.PodList
+		if err := r.client.List(ctx, &list, inNamespace, selected); err != nil {
+			return rolloutVerdict{}, fmt.Errorf("listing pods: %w", err)
+		}
+		pods = podsOf(rs, list.Items)
+	} else {
+		// Not created yet by the Deployment controller: no pod to judge, the deadline runs.
+		rs = &appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas}}
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, inNamespace, selected); err != nil {
-		return st, fmt.Errorf("listing pods: %w", err)
-	}
-	deadline := rolloutDeadline(proc)
-	if cause := rolloutFailure(rs, podsOf(rs, pods.Items), deadline, time.Now()); cause != "" {
-		st.failed, st.cause = rev, cause
-		st.recheckAfter = time.Second
-		return st, nil
-	}
-	st.recheckAfter = max(time.Second, deadline-time.Since(rs.CreationTimestamp.Time)+time.Second)
-	return st, nil
+	th := r.rollout.withDefaults()
+	return th.judge(rs, pods, applied, rolloutDeadline(proc, th), time.Now()), nil
 }
 
 // rollbackDeployment is the Deployment of a process returned to an earlier revision, with the pod
-// template of that revision's ReplicaSet; nil when the ReplicaSet is gone.
-func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string) (*owned, error) {
+// template of that revision's ReplicaSet and the time it was applied (that of live while live
+// runs it); nil when the ReplicaSet is gone.
+func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment) (*owned, error) {
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())); err != nil {
 		return nil, fmt.Errorf("listing ReplicaSets: %w", err)
@@ -292,6 +313,8 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 	if rs == nil {
 		return nil, nil
 	}
-	o := newOwned(proc, deploymentWith(proc, r.settings, rollbackTemplate(rs)), &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
+	d := deploymentWith(proc, r.settings, rollbackTemplate(rs))
+	stampApplied(d, live, time.Now())
+	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
 	return &o, nil
 }

@@ -1,63 +1,360 @@
 package controllers
 
 import (
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 )
 
-// TestRolloutFailure is the rollback decision: which states of a new ReplicaSet and its pods mean
-// keep waiting, and which mean the rollout failed for good.
-func TestRolloutFailure(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	rs := func(age time.Duration, available int32) *appsv1.ReplicaSet {
+// testNow is the clock of the rollout tests.
+var testNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// ago is a time before testNow.
+func ago(d time.Duration) time.Time { return testNow.Add(-d) }
+
+// testPod builds a scheduler pod for the rollout tests.
+type testPod struct{ corev1.Pod }
+
+func makeTestPod() *testPod {
+	p := &testPod{}
+	p.Name = "sched-1"
+	p.CreationTimestamp = metav1.NewTime(ago(time.Hour))
+	return p
+}
+
+// unschedulableSince is a pod the cluster's scheduler could not place from t on.
+func (p *testPod) unschedulableSince(t time.Time) *testPod {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available", LastTransitionTime: metav1.NewTime(t),
+	})
+	return p
+}
+
+// scheduledAt is a pod bound to a node at t.
+func (p *testPod) scheduledAt(t time.Time) *testPod {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t),
+	})
+	return p
+}
+
+// waiting is a pod whose container waits for reason after restarts restarts.
+func (p *testPod) waiting(reason string, restarts int32) *testPod {
+	p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+		Name: "kube-scheduler", RestartCount: restarts,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details"}},
+	})
+	return p
+}
+
+func (p *testPod) terminating() *testPod {
+	p.DeletionTimestamp = ptr.To(metav1.NewTime(ago(time.Second)))
+	return p
+}
+
+func (p *testPod) obj() corev1.Pod { return p.Pod }
+
+// TestRolloutThresholdsJudge is the rollback decision with time as an input: which states of a
+// new ReplicaSet and its pods keep the rollout waiting (and until when), and which fail it, on
+// both sides of each threshold. The thresholds are the defaults: 60 s Unschedulable, 60 s of
+// start errors from the binding, 3 restarts in CrashLoopBackOff, a 180 s deadline.
+func TestRolloutThresholdsJudge(t *testing.T) {
+	th := RolloutThresholds{}.withDefaults()
+	rs := func(available int32) *appsv1.ReplicaSet {
 		r := &appsv1.ReplicaSet{}
-		r.CreationTimestamp = metav1.NewTime(now.Add(-age))
+		// A Deployment reuses the ReplicaSet of a template it ran before: its age says nothing.
+		r.CreationTimestamp = metav1.NewTime(ago(24 * time.Hour))
 		r.Spec.Replicas = ptr.To[int32](1)
 		r.Status.AvailableReplicas = available
 		return r
 	}
-	waiting := func(reason string) corev1.Pod {
-		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sched-1"}}
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details"}}}}
-		return p
-	}
-	unschedulable := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sched-1"}}
-	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available"}}
-	pending := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sched-1"}}
-	pending.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
-
 	tests := []struct {
-		name string
-		rs   *appsv1.ReplicaSet
-		pods []corev1.Pod
-		// want is a part of the cause; empty means keep waiting.
-		want string
+		name      string
+		rs        *appsv1.ReplicaSet
+		pods      []corev1.Pod
+		appliedAt time.Time
+		want      rolloutVerdict
 	}{
-		{name: "just created, no pod yet", rs: rs(time.Second, 0)},
-		{name: "pod starting", rs: rs(10*time.Second, 0), pods: []corev1.Pod{waiting("ContainerCreating")}},
-		{name: "pod scheduled, not ready yet", rs: rs(30*time.Second, 0), pods: []corev1.Pod{pending}},
-		{name: "available", rs: rs(time.Hour, 1), pods: []corev1.Pod{pending}},
-		{name: "available despite an old crash of another pod", rs: rs(time.Hour, 1), pods: []corev1.Pod{waiting("CrashLoopBackOff")}},
-		{name: "crash loop", rs: rs(20*time.Second, 0), pods: []corev1.Pod{waiting("CrashLoopBackOff")}, want: "pod sched-1: CrashLoopBackOff: details"},
-		{name: "image cannot be pulled", rs: rs(20*time.Second, 0), pods: []corev1.Pod{waiting("ImagePullBackOff")}, want: "ImagePullBackOff"},
-		{name: "bad image name", rs: rs(5*time.Second, 0), pods: []corev1.Pod{waiting("InvalidImageName")}, want: "InvalidImageName"},
-		{name: "no node to run on", rs: rs(5*time.Second, 0), pods: []corev1.Pod{unschedulable}, want: "pod sched-1: Unschedulable: 0/3 nodes are available"},
-		{name: "past the deadline", rs: rs(4*time.Minute, 0), pods: []corev1.Pod{pending}, want: "0 of 1 new scheduler pods available after 3m0s"},
+		{
+			name: "just applied, no pod yet", rs: rs(0), appliedAt: ago(time.Second),
+			want: rolloutVerdict{recheckAfter: 179 * time.Second},
+		},
+		{
+			name: "pod scheduled, container creating", rs: rs(0), appliedAt: ago(10 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(9*time.Second)).waiting("ContainerCreating", 0).obj()},
+			want: rolloutVerdict{recheckAfter: 170 * time.Second},
+		},
+		{
+			name: "available", rs: rs(1), appliedAt: ago(time.Hour),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(time.Hour)).obj()},
+		},
+		{
+			name: "available despite a crash loop of another pod", rs: rs(1), appliedAt: ago(time.Hour),
+			pods: []corev1.Pod{makeTestPod().waiting(reasonCrashLoopBackOff, 9).obj()},
+		},
+		{
+			name: "unschedulable for 1 s: a preemption may be under way", rs: rs(0), appliedAt: ago(2 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(time.Second)).obj()},
+			want: rolloutVerdict{recheckAfter: 59 * time.Second},
+		},
+		{
+			name: "unschedulable for 59 s: keep waiting", rs: rs(0), appliedAt: ago(70 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(59 * time.Second)).obj()},
+			want: rolloutVerdict{recheckAfter: time.Second},
+		},
+		{
+			name: "unschedulable for 60 s: failed", rs: rs(0), appliedAt: ago(70 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(60 * time.Second)).obj()},
+			want: rolloutVerdict{cause: "pod sched-1: Unschedulable for 1m0s: 0/3 nodes are available"},
+		},
+		{
+			name: "unschedulable since before the revision was applied: counts from the apply", rs: rs(0), appliedAt: ago(20 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(time.Hour)).obj()},
+			want: rolloutVerdict{recheckAfter: 40 * time.Second},
+		},
+		{
+			name: "unschedulable without a transition time: counts from the pod's creation", rs: rs(0), appliedAt: ago(100 * time.Second),
+			pods: []corev1.Pod{func() corev1.Pod {
+				p := makeTestPod().unschedulableSince(time.Time{})
+				p.CreationTimestamp = metav1.NewTime(ago(30 * time.Second))
+				return p.obj()
+			}()},
+			want: rolloutVerdict{recheckAfter: 30 * time.Second},
+		},
+		{
+			name: "image pull failing 59 s after the binding: keep waiting", rs: rs(0), appliedAt: ago(70 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(59*time.Second)).waiting("ImagePullBackOff", 0).obj()},
+			want: rolloutVerdict{recheckAfter: time.Second},
+		},
+		{
+			name: "image pull failing 60 s after the binding: failed", rs: rs(0), appliedAt: ago(70 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(60*time.Second)).waiting("ErrImagePull", 0).obj()},
+			want: rolloutVerdict{cause: "pod sched-1: container kube-scheduler: ErrImagePull for 1m0s: details"},
+		},
+		{
+			name: "a missing ConfigMap key for 30 s: keep waiting", rs: rs(0), appliedAt: ago(70 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(30*time.Second)).waiting("CreateContainerConfigError", 0).obj()},
+			want: rolloutVerdict{recheckAfter: 30 * time.Second},
+		},
+		{
+			name: "a container that cannot be created for 60 s: failed", rs: rs(0), appliedAt: ago(70 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(60*time.Second)).waiting("CreateContainerError", 0).obj()},
+			want: rolloutVerdict{cause: "pod sched-1: container kube-scheduler: CreateContainerError for 1m0s: details"},
+		},
+		{
+			name: "an image name that cannot be parsed: failed at once", rs: rs(0), appliedAt: ago(2 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(time.Second)).waiting(reasonInvalidImageName, 0).obj()},
+			want: rolloutVerdict{cause: "pod sched-1: container kube-scheduler: InvalidImageName: details"},
+		},
+		{
+			name: "one crash: keep waiting, the next restart changes the pod", rs: rs(0), appliedAt: ago(20 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(19*time.Second)).waiting(reasonCrashLoopBackOff, 1).obj()},
+			want: rolloutVerdict{recheckAfter: 160 * time.Second},
+		},
+		{
+			name: "crash loop after 2 restarts: keep waiting", rs: rs(0), appliedAt: ago(60 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(59*time.Second)).waiting(reasonCrashLoopBackOff, 2).obj()},
+			want: rolloutVerdict{recheckAfter: 120 * time.Second},
+		},
+		{
+			name: "crash loop after 3 restarts: failed", rs: rs(0), appliedAt: ago(90 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(89*time.Second)).waiting(reasonCrashLoopBackOff, 3).obj()},
+			want: rolloutVerdict{cause: "pod sched-1: container kube-scheduler: CrashLoopBackOff after 3 restarts: details"},
+		},
+		{
+			name: "a terminating pod is not judged", rs: rs(0), appliedAt: ago(90 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(time.Hour)).terminating().obj()},
+			want: rolloutVerdict{recheckAfter: 90 * time.Second},
+		},
+		{
+			name: "the first threshold ahead decides the recheck", rs: rs(0), appliedAt: ago(100 * time.Second),
+			pods: []corev1.Pod{
+				makeTestPod().unschedulableSince(ago(50 * time.Second)).obj(),
+				makeTestPod().scheduledAt(ago(30*time.Second)).waiting("ImagePullBackOff", 0).obj(),
+			},
+			want: rolloutVerdict{recheckAfter: 10 * time.Second},
+		},
+		{
+			name: "the deadline ahead of every threshold decides the recheck", rs: rs(0), appliedAt: ago(175 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(10 * time.Second)).obj()},
+			want: rolloutVerdict{recheckAfter: 5 * time.Second},
+		},
+		{
+			name: "1 s before the deadline: keep waiting", rs: rs(0), appliedAt: ago(179 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(170 * time.Second)).obj()},
+			want: rolloutVerdict{recheckAfter: time.Second},
+		},
+		{
+			name: "at the deadline: failed", rs: rs(0), appliedAt: ago(180 * time.Second),
+			pods: []corev1.Pod{makeTestPod().scheduledAt(ago(170 * time.Second)).obj()},
+			want: rolloutVerdict{cause: "0 of 1 new scheduler pods available 3m0s after the revision was applied, the rollout deadline"},
+		},
+		{
+			name: "at the deadline, with a pod still unschedulable: the cause says so", rs: rs(0), appliedAt: ago(180 * time.Second),
+			pods: []corev1.Pod{makeTestPod().unschedulableSince(ago(30 * time.Second)).obj()},
+			want: rolloutVerdict{cause: "0 of 1 new scheduler pods available 3m0s after the revision was applied, the rollout deadline; pod sched-1: Unschedulable: 0/3 nodes are available"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := rolloutFailure(tc.rs, tc.pods, defaultRolloutDeadline, now)
-			if tc.want == "" && got != "" {
-				t.Fatalf("rolloutFailure = %q, want keep waiting", got)
+			got := th.judge(tc.rs, tc.pods, tc.appliedAt, DefaultRolloutDeadline, testNow)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(rolloutVerdict{})); diff != "" {
+				t.Errorf("judge (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(got, tc.want) || (tc.want != "" && got == "") {
-				t.Fatalf("rolloutFailure = %q, want a cause with %q", got, tc.want)
+		})
+	}
+}
+
+// TestRolloutThresholdsSettings: the operator's settings replace the defaults one by one.
+func TestRolloutThresholdsSettings(t *testing.T) {
+	th := RolloutThresholds{Unschedulable: 5 * time.Second, CrashLoopRestarts: 1}.withDefaults()
+	want := RolloutThresholds{Deadline: DefaultRolloutDeadline, Unschedulable: 5 * time.Second, StartError: DefaultStartErrorTimeout, CrashLoopRestarts: 1}
+	if diff := cmp.Diff(want, th); diff != "" {
+		t.Fatalf("withDefaults (-want +got):\n%s", diff)
+	}
+	pods := []corev1.Pod{makeTestPod().unschedulableSince(ago(5 * time.Second)).obj()}
+	rs := &appsv1.ReplicaSet{}
+	if got := th.judge(rs, pods, ago(time.Minute), DefaultRolloutDeadline, testNow); got.cause == "" {
+		t.Errorf("a pod unschedulable for the 5 s threshold kept the rollout waiting: %+v", got)
+	}
+	pods = []corev1.Pod{makeTestPod().waiting(reasonCrashLoopBackOff, 1).obj()}
+	if got := th.judge(rs, pods, ago(time.Minute), DefaultRolloutDeadline, testNow); got.cause == "" {
+		t.Errorf("a crash loop at the threshold of 1 restart kept the rollout waiting: %+v", got)
+	}
+}
+
+// TestRolloutTransitions is the rollout state machine: what each observation of the Deployment's
+// revision does to the state an owner's status remembers.
+func TestRolloutTransitions(t *testing.T) {
+	const a, b, c = "rev-a", "rev-b", "rev-c"
+	failed := &rolloutVerdict{cause: "pod sched-1: Unschedulable for 1m0s: no node"}
+	wait := &rolloutVerdict{recheckAfter: 7 * time.Second}
+	tests := []struct {
+		name   string
+		from   rolloutState
+		obs    rolloutObservation
+		judged bool
+		want   rolloutState
+	}{
+		{
+			name: "first rollout in progress: nothing to return to, not judged",
+			obs:  rolloutObservation{revision: a},
+		},
+		{
+			name: "first rollout available",
+			obs:  rolloutObservation{revision: a, available: true},
+			want: rolloutState{lastAvailable: a},
+		},
+		{
+			name:   "a change in progress waits for its next threshold",
+			from:   rolloutState{lastAvailable: a},
+			obs:    rolloutObservation{revision: b, verdict: wait},
+			judged: true,
+			want:   rolloutState{lastAvailable: a, recheckAfter: 7 * time.Second},
+		},
+		{
+			name:   "a change fails for good",
+			from:   rolloutState{lastAvailable: a},
+			obs:    rolloutObservation{revision: b, verdict: failed},
+			judged: true,
+			want:   rolloutState{lastAvailable: a, failed: b, cause: failed.cause, recheckAfter: time.Second},
+		},
+		{
+			name: "a change becomes available",
+			from: rolloutState{lastAvailable: a},
+			obs:  rolloutObservation{revision: b, available: true},
+			want: rolloutState{lastAvailable: b},
+		},
+		{
+			name:   "a revert to a revision that ran before is judged like any rollout",
+			from:   rolloutState{lastAvailable: b},
+			obs:    rolloutObservation{revision: a, verdict: wait},
+			judged: true,
+			want:   rolloutState{lastAvailable: b, recheckAfter: 7 * time.Second},
+		},
+		{
+			name: "a revert becomes available",
+			from: rolloutState{lastAvailable: b},
+			obs:  rolloutObservation{revision: a, available: true},
+			want: rolloutState{lastAvailable: a},
+		},
+		{
+			name: "rolled back, the last available revision starting again: not judged",
+			from: rolloutState{lastAvailable: a, failed: b, cause: "x"},
+			obs:  rolloutObservation{revision: a},
+			want: rolloutState{lastAvailable: a, failed: b, cause: "x"},
+		},
+		{
+			name: "the failed revision still in a stale cache: not judged again",
+			from: rolloutState{lastAvailable: a, failed: b, cause: "x"},
+			obs:  rolloutObservation{revision: b},
+			want: rolloutState{lastAvailable: a, failed: b, cause: "x"},
+		},
+		{
+			name:   "after a rollback, another change is judged and keeps the failure until run clears it",
+			from:   rolloutState{lastAvailable: a, failed: b, cause: "x"},
+			obs:    rolloutObservation{revision: c, verdict: wait},
+			judged: true,
+			want:   rolloutState{lastAvailable: a, failed: b, cause: "x", recheckAfter: 7 * time.Second},
+		},
+		{
+			name: "back on the last available revision, available again",
+			from: rolloutState{lastAvailable: a, failed: b, cause: "x"},
+			obs:  rolloutObservation{revision: a, available: true},
+			want: rolloutState{lastAvailable: a, failed: b, cause: "x"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.from.judges(tc.obs.revision, tc.obs.available); got != tc.judged {
+				t.Errorf("judges = %t, want %t", got, tc.judged)
+			}
+			got := tc.from.next(tc.obs)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(rolloutState{})); diff != "" {
+				t.Errorf("next (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStampApplied: a Deployment records when its revision was applied, carries that time while
+// the revision stays, and gets a new one for any other revision, one that ran before included.
+func TestStampApplied(t *testing.T) {
+	const earlier = "2026-11-30T11:00:00Z"
+	live := func(revision, appliedAt string) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		d.Spec.Template.Annotations = map[string]string{AnnotationRevision: revision}
+		if appliedAt != "" {
+			d.Annotations = map[string]string{AnnotationRevisionAppliedAt: appliedAt}
+		}
+		return d
+	}
+	tests := []struct {
+		name string
+		live *appsv1.Deployment
+		want string
+	}{
+		{name: "a new Deployment", want: "2026-11-30T12:00:00Z"},
+		{name: "the same revision keeps its time", live: live("rev-a", earlier), want: earlier},
+		{name: "a new revision", live: live("rev-b", earlier), want: "2026-11-30T12:00:00Z"},
+		{name: "the same revision, applied by an operator that did not record it", live: live("rev-a", ""), want: "2026-11-30T12:00:00Z"},
+		{name: "the same revision with a time that does not parse", live: live("rev-a", "yesterday"), want: "2026-11-30T12:00:00Z"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			desired := appsv1ac.Deployment("s", "ns").WithSpec(appsv1ac.DeploymentSpec().
+				WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{AnnotationRevision: "rev-a"})))
+			stampApplied(desired, tc.live, testNow.Add(300*time.Millisecond))
+			if diff := cmp.Diff(map[string]string{AnnotationRevisionAppliedAt: tc.want}, desired.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
 		})
 	}

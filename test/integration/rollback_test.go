@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,15 +17,21 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
+
+// testUnschedulable is the operator's Unschedulable threshold in these tests (60 s by default).
+const testUnschedulable = 4 * time.Second
 
 // TestControllerRollsBackAFailedRollout plays the Deployment controller and the scheduler of
 // pods (absent in envtest): a revision that ran available, then a new one whose pod cannot be
-// scheduled. The operator returns the Deployment to the first revision, says why, does not try
-// the failed one again, and rolls forward on the next change of the spec.
+// scheduled. The operator waits for the pod to stay unschedulable for its threshold (a
+// preemption or a new node could still place it), then returns the Deployment to the first
+// revision, says why, does not try the failed one again, and rolls forward on the next change of
+// the spec.
 func TestControllerRollsBackAFailedRollout(t *testing.T) {
 	k := suiteCluster()
-	k.startOperator(t, cfg)
+	k.startOperatorWithRollout(t, controllers.RolloutThresholds{Unschedulable: testUnschedulable})
 	name := uniqueName("rollback")
 	k.createProfile(t, testutil.MakeProfile(name).PluginConfig("NodeResourcesFit", mostAllocated).Obj())
 	k.waitForRollout(t, name)
@@ -32,12 +39,7 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 	rev1 := first.Spec.Template.Annotations[controllers.AnnotationRevision]
 	k.createReplicaSet(t, first, "h1")
 	k.markDeploymentAvailable(t, first.Name)
-	k.waitForProfile(t, name, "to remember revision "+rev1, func(p *schedulingv1alpha1.SchedulerProfile) error {
-		if p.Status.LastAvailableRevision != rev1 {
-			return fmt.Errorf("lastAvailableRevision is %q", p.Status.LastAvailableRevision)
-		}
-		return nil
-	})
+	k.waitForLastAvailable(t, name, rev1)
 
 	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
 		p.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(leastAllocated)}
@@ -46,10 +48,23 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 	rev2 := second.Spec.Template.Annotations[controllers.AnnotationRevision]
 	rs2 := k.createReplicaSet(t, second, "h2")
 	k.createUnschedulablePod(t, rs2)
+	unschedulable := time.Now()
 
+	// The pod's lastTransitionTime has a resolution of one second: half the threshold is safe.
+	testutil.Consistently(t, testUnschedulable/2, "no rollback while the pod is unschedulable for less than "+testUnschedulable.String(), func(ctx context.Context) error {
+		p, err := k.getProfile(ctx, name)
+		if err != nil {
+			return err
+		}
+		if p.Status.FailedRevision != "" {
+			return fmt.Errorf("failedRevision %s after %s: %s", p.Status.FailedRevision, time.Since(unschedulable).Round(time.Millisecond), p.Status.RolloutFailure)
+		}
+		return nil
+	})
 	p := k.waitForConditions(t, name, conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed})
-	if p.Status.FailedRevision != rev2 || p.Status.RolloutFailure == "" {
-		t.Errorf("failedRevision %q (want %q), rolloutFailure %q", p.Status.FailedRevision, rev2, p.Status.RolloutFailure)
+	t.Logf("Rolled back %s after the pod became unschedulable", time.Since(unschedulable).Round(100*time.Millisecond))
+	if want := "Unschedulable for " + testUnschedulable.String(); p.Status.FailedRevision != rev2 || !strings.Contains(p.Status.RolloutFailure, want) {
+		t.Errorf("failedRevision %q (want %q), rolloutFailure %q (want it to contain %q)", p.Status.FailedRevision, rev2, p.Status.RolloutFailure, want)
 	}
 	t.Logf("Degraded: %s", findCondition(p, schedulingv1alpha1.ConditionDegraded).Message)
 	k.waitForRevision(t, first.Name, func(rev string) bool { return rev == rev1 })
@@ -81,6 +96,121 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestControllerRevertAfterDeadlineRollsOut: a change, then its revert once the rollout
+// deadline has passed. The Deployment goes back to a template it ran before and so reuses that
+// revision's ReplicaSet, older than the deadline; the revert is still a rollout of its own, with
+// a deadline from when the operator applied it: no RolloutFailed, and once available it is the
+// last available revision. Judged from the ReplicaSet's age, it was rolled back at once.
+func TestControllerRevertAfterDeadlineRollsOut(t *testing.T) {
+	const deadline = 6 * time.Second
+	k := suiteCluster()
+	k.startOperatorWithRollout(t, controllers.RolloutThresholds{Deadline: deadline})
+	name := uniqueName("revert")
+	k.createProfile(t, testutil.MakeProfile(name).PluginConfig("NodeResourcesFit", mostAllocated).Obj())
+	k.waitForRollout(t, name)
+	first := k.liveDeployment(t, name+"-scheduler")
+	rev1 := first.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rs1 := k.createReplicaSet(t, first, "h1")
+	k.markDeploymentAvailable(t, first.Name)
+	k.waitForLastAvailable(t, name, rev1)
+
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(leastAllocated)}
+	})
+	second := k.waitForRevision(t, first.Name, func(rev string) bool { return rev != rev1 })
+	rev2 := second.Spec.Template.Annotations[controllers.AnnotationRevision]
+	k.createReplicaSet(t, second, "h2")
+	k.markDeploymentAvailable(t, first.Name)
+	k.waitForLastAvailable(t, name, rev2)
+
+	// Past the deadline of the change, and the first ReplicaSet older than the deadline.
+	rs1 = k.liveReplicaSet(t, rs1.Name)
+	time.Sleep(time.Until(rs1.CreationTimestamp.Add(deadline + time.Second)))
+	appliedBefore := k.liveDeployment(t, first.Name).Annotations[controllers.AnnotationRevisionAppliedAt]
+	generation := k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(mostAllocated)}
+	})
+	reverted := time.Now()
+	k.waitForProfile(t, name, "to observe the revert", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if p.Status.ObservedGeneration < generation {
+			return fmt.Errorf("status.observedGeneration %d", p.Status.ObservedGeneration)
+		}
+		return nil
+	})
+	if err := k.notRolledBack(t.Context(), name, first.Name, rev1); err != nil {
+		t.Fatalf("The revert was rolled back at once: %v", err)
+	}
+	back := k.liveDeployment(t, first.Name)
+	t.Logf("Reverted to revision %s %s after its ReplicaSet was created (deadline %s); applied at %s, the change at %s",
+		rev1, reverted.Sub(rs1.CreationTimestamp.Time).Round(100*time.Millisecond), deadline,
+		back.Annotations[controllers.AnnotationRevisionAppliedAt], appliedBefore)
+	if at := back.Annotations[controllers.AnnotationRevisionAppliedAt]; at == "" || at == appliedBefore {
+		t.Errorf("annotation %s is %q after the revert, want a new time (before: %q)", controllers.AnnotationRevisionAppliedAt, at, appliedBefore)
+	}
+	// Within its own deadline the revert is a rollout in progress, like any other.
+	testutil.Consistently(t, deadline/3, "the revert to be left rolling out", func(ctx context.Context) error {
+		return k.notRolledBack(ctx, name, first.Name, rev1)
+	})
+	k.markDeploymentAvailable(t, first.Name)
+	k.waitForLastAvailable(t, name, rev1)
+	k.waitForConditions(t, name, rolledOut, notDegraded)
+	// Past the revert's own deadline too: it ran available, nothing is rolled back.
+	testutil.Consistently(t, deadline, "the revert to stay", func(ctx context.Context) error {
+		return k.notRolledBack(ctx, name, first.Name, rev1)
+	})
+}
+
+// startOperatorWithRollout is startOperator, as the administrator, with rollout thresholds for
+// the test; zero fields keep the defaults.
+func (k *cluster) startOperatorWithRollout(t *testing.T, th controllers.RolloutThresholds) *framework.Operator {
+	t.Helper()
+	k.ensureOperatorNamespace(t)
+	o := operatorOptions
+	o.Rollout = th
+	return framework.StartOperator(t, k.cfg, o)
+}
+
+// notRolledBack checks that a profile reports no failed rollout and that its Deployment is on
+// revision rev.
+func (k *cluster) notRolledBack(ctx context.Context, name, deployment, rev string) error {
+	p, err := k.getProfile(ctx, name)
+	if err != nil {
+		return err
+	}
+	if c := findCondition(p, schedulingv1alpha1.ConditionDegraded); p.Status.FailedRevision != "" || (c != nil && c.Reason == schedulingv1alpha1.ReasonRolloutFailed) {
+		return fmt.Errorf("failedRevision %q, rolloutFailure %q", p.Status.FailedRevision, p.Status.RolloutFailure)
+	}
+	d := &appsv1.Deployment{}
+	if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
+		return err
+	}
+	if got := d.Spec.Template.Annotations[controllers.AnnotationRevision]; got != rev {
+		return fmt.Errorf("the Deployment is on revision %s, not %s", got, rev)
+	}
+	return nil
+}
+
+// waitForLastAvailable waits until a profile reports rev as its last available revision.
+func (k *cluster) waitForLastAvailable(t *testing.T, name, rev string) {
+	t.Helper()
+	k.waitForProfile(t, name, "to remember revision "+rev, func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if p.Status.LastAvailableRevision != rev {
+			return fmt.Errorf("lastAvailableRevision is %q", p.Status.LastAvailableRevision)
+		}
+		return nil
+	})
+}
+
+// liveReplicaSet reads a ReplicaSet of the operator's namespace.
+func (k *cluster) liveReplicaSet(t *testing.T, name string) *appsv1.ReplicaSet {
+	t.Helper()
+	rs := &appsv1.ReplicaSet{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: name}, rs); err != nil {
+		t.Fatalf("Reading ReplicaSet %s: %v", name, err)
+	}
+	return rs
 }
 
 // liveDeployment reads a Deployment of the operator's namespace.

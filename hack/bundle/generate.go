@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -98,9 +99,9 @@ type input struct {
 	roleBindings    []*rbacv1.RoleBinding
 	clusterBindings []*rbacv1.ClusterRoleBinding
 	webhook         webhookInput
-	// manifests are the objects OLM creates from files of the bundle as they are: Services, and
+	// manifests are the objects OLM creates from files of the bundle as they are: Services,
 	// ClusterRoles bound to nothing (granted by the cluster's administrator to others, such as
-	// the metrics reader to a Prometheus).
+	// the metrics reader to a Prometheus), and the ServiceMonitors and PrometheusRule.
 	manifests []*unstructured.Unstructured
 }
 
@@ -138,10 +139,25 @@ func classify(objs []*unstructured.Unstructured) (*input, error) {
 	return in, nil
 }
 
+// monitoringKinds are the Prometheus Operator's kinds that a bundle may ship and OLM creates as
+// they are (config/prometheus). Their types are not in the scheme: the Prometheus Operator's
+// module is not a dependency, and promtool checks the rules (make test-monitoring).
+var monitoringKinds = map[schema.GroupVersionKind]bool{
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}: true,
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}: true,
+}
+
 // add decodes obj into its place in the input. Objects of a CRD's group are samples.
 func (in *input) add(obj *unstructured.Unstructured, crdGroups map[string]bool) error {
 	if crdGroups[obj.GroupVersionKind().Group] {
 		in.examples = append(in.examples, obj)
+		return nil
+	}
+	if monitoringKinds[obj.GroupVersionKind()] {
+		if _, ok := obj.Object["spec"].(map[string]any); !ok {
+			return errors.New("no spec")
+		}
+		in.manifests = append(in.manifests, obj)
 		return nil
 	}
 	typed, err := scheme.New(obj.GroupVersionKind())

@@ -284,8 +284,10 @@ func TestGenerate(t *testing.T) {
 	}
 	names := slices.Sorted(maps.Keys(out.files))
 	wantFiles := []string{
-		"manifests/example.com_widgets.yaml", "manifests/op-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
-		"manifests/op-metrics_v1_service.yaml", "manifests/op.clusterserviceversion.yaml", "metadata/annotations.yaml",
+		"manifests/example.com_widgets.yaml", "manifests/op-alerts_monitoring.coreos.com_v1_prometheusrule.yaml",
+		"manifests/op-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml", "manifests/op-metrics_v1_service.yaml",
+		"manifests/op-monitor_monitoring.coreos.com_v1_servicemonitor.yaml", "manifests/op.clusterserviceversion.yaml",
+		"metadata/annotations.yaml",
 	}
 	if diff := cmp.Diff(wantFiles, names); diff != "" {
 		t.Fatalf("Files (-want +got):\n%s", diff)
@@ -312,11 +314,13 @@ func TestGenerate(t *testing.T) {
 		t.Errorf("The CRD file is not the input's CRD (-want +got):\n%s", diff)
 	}
 
-	// The Service and the ClusterRole bound to nothing are files as the input has them, but for
-	// the namespace, which OLM chooses.
+	// The Service, the ClusterRole bound to nothing, the ServiceMonitor and the PrometheusRule
+	// are files as the input has them, but for the namespace, which OLM chooses.
 	for file, obj := range map[string]*unstructured.Unstructured{
 		"manifests/op-metrics_v1_service.yaml":                                      find(t, readInput(t), "Service", "op-system"),
 		"manifests/op-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml": findNamed(t, readInput(t), "ClusterRole", "op-metrics-reader"),
+		"manifests/op-monitor_monitoring.coreos.com_v1_servicemonitor.yaml":         findNamed(t, readInput(t), "ServiceMonitor", "op-monitor"),
+		"manifests/op-alerts_monitoring.coreos.com_v1_prometheusrule.yaml":          findNamed(t, readInput(t), "PrometheusRule", "op-alerts"),
 	} {
 		got := mustParse(t, string(out.files[file]))
 		want := obj.DeepCopy()
@@ -384,6 +388,21 @@ func TestGenerateRefuses(t *testing.T) {
 				return append(objs, mustParse(t, `{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: store}}`))
 			},
 			wantErr: `StatefulSet "store": no place in the bundle`,
+		},
+		{
+			name: "a Prometheus Operator kind the bundle does not ship",
+			mutate: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+				return append(objs, mustParse(t, `{apiVersion: monitoring.coreos.com/v1, kind: PodMonitor, metadata: {name: pods}, spec: {}}`))
+			},
+			wantErr: `PodMonitor "pods": no place in the bundle`,
+		},
+		{
+			name: "a PrometheusRule without a spec",
+			mutate: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+				delete(findNamed(t, objs, "PrometheusRule", "op-alerts").Object, "spec")
+				return objs
+			},
+			wantErr: `PrometheusRule "op-alerts": no spec`,
 		},
 		{
 			name: "a misspelt field in the CSV base",

@@ -17,9 +17,14 @@ import (
 )
 
 // The validating webhook of both kinds, for CREATE and UPDATE only: a delete or a status write
-// is never sent to it. `make manifests` generates config/webhook from these markers.
-// +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-schedulerprofile,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulerprofiles,verbs=create;update,versions=v1alpha1,name=schedulerprofiles.scheduling.schedops.io,admissionReviewVersions=v1
-// +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-scheduler,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulers,verbs=create;update,versions=v1alpha1,name=schedulers.scheduling.schedops.io,admissionReviewVersions=v1
+// is never sent to it, and neither is an update that leaves the spec as it is (labels,
+// annotations, finalizers, the garbage collector's foregroundDeletion finalizer): the
+// matchCondition skips those in the apiserver, so they work while the operator is down, which
+// failurePolicy Fail would otherwise refuse. ValidateUpdate admits them too, for an apiserver
+// or an installation (OLM) without the matchCondition. `make manifests` generates
+// config/webhook from these markers.
+// +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-schedulerprofile,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulerprofiles,verbs=create;update,versions=v1alpha1,name=schedulerprofiles.scheduling.schedops.io,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"create-or-spec-change","expression":"request.operation != 'UPDATE' || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"}]}`
+// +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-scheduler,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulers,verbs=create;update,versions=v1alpha1,name=schedulers.scheduling.schedops.io,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"create-or-spec-change","expression":"request.operation != 'UPDATE' || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"}]}`
 
 // lowPercentageOfNodesToScore is the percentageOfNodesToScore below which a profile gets a
 // warning: upstream's adaptive default never goes below 5%, and only in clusters of thousands of

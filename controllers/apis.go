@@ -93,9 +93,10 @@ func (s *servedAPIs) serves(api requiredAPI) (bool, error) {
 	return false, nil
 }
 
-// recheck is when to reconcile again: for a rollout's deadline, or to look for a missing API.
-func recheck(rollout time.Duration, apiMissing string) time.Duration {
-	if apiMissing != "" && (rollout == 0 || rollout > apiRecheck) {
+// recheck is when to reconcile again: for a rollout's deadline, or, while waiting for the
+// cluster (a missing API, an apiserver older than the scheduler), to look at it again.
+func recheck(rollout time.Duration, waitingForCluster bool) time.Duration {
+	if waitingForCluster && (rollout == 0 || rollout > apiRecheck) {
 		return apiRecheck
 	}
 	return rollout

@@ -35,6 +35,9 @@ type ManagerOptions struct {
 	LeaderElection bool
 	// Webhook serves the validating admission webhook; nil turns it off.
 	Webhook *WebhookOptions
+	// ServerVersion is where the reconcilers read the apiserver's version, for the version skew
+	// policy; nil asks the apiserver's discovery. Tests set it to fake another version.
+	ServerVersion discovery.ServerVersionInterface
 	// Rollout decides when a scheduler rollout has failed for good and is rolled back; zero
 	// fields take the defaults (DefaultRolloutDeadline and the others).
 	Rollout RolloutThresholds
@@ -78,12 +81,16 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
-	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), apis, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	d := Discovery(apis)
+	if o.ServerVersion != nil {
+		d = withServerVersion(apis, o.ServerVersion)
+	}
+	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	reconciler.rollout = o.Rollout
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
-	schedulers := NewSchedulerReconciler(mgr.GetClient(), apis, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	schedulers.rollout = o.Rollout
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)

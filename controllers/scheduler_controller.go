@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,11 +33,18 @@ import (
 type SchedulerReconciler struct {
 	processObjects
 	recorder events.EventRecorder
+	// versions checks the scheduler against the apiserver's version; nil skips the check.
+	versions *serverVersion
 }
 
-// NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with image.
-func NewSchedulerReconciler(c client.Client, apis discovery.ServerResourcesInterface, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
-	return &SchedulerReconciler{processObjects: processObjects{client: c, apis: newServedAPIs(apis), settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+// NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with
+// image; d answers which APIs and which version the apiserver serves, nil skips those checks.
+func NewSchedulerReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
+	return &SchedulerReconciler{
+		processObjects: processObjects{client: c, apis: newServedAPIs(d), settings: settings{namespace: namespace, image: image}},
+		recorder:       recorder,
+		versions:       newServerVersion(d),
+	}
 }
 
 // SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
@@ -88,7 +95,13 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// Its objects are garbage-collected through their owner references.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Scheduler", klog.KObj(s)))
+	logger := log.FromContext(ctx).WithValues("Scheduler", klog.KObj(s))
+	ctx = log.IntoContext(ctx, logger)
+	if s.DeletionTimestamp != nil {
+		// Deletion is final, as for a profile: its members' statuses say it is going.
+		logger.V(1).Info("Being deleted, not reconciled")
+		return ctrl.Result{}, nil
+	}
 
 	obs, reconcileErr := r.reconcile(ctx, s)
 	if reconcileErr != nil {
@@ -98,7 +111,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	setSchedulerStatus(s, obs)
 	if !equality.Semantic.DeepEqual(before.Status, s.Status) {
 		if err := r.client.Status().Patch(ctx, s, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
@@ -107,12 +120,24 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 				"Rolling out the configuration %s with %d profiles to Deployment %s", s.Status.ConfigMapName, s.Status.ProfileCount, s.Status.DeploymentName)
 		}
+		if obs.skew.refused != "" && obs.skew.refused != degradedMessage(before, schedulingv1alpha1.ReasonVersionSkew) {
+			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonVersionSkew, actionRollout, "%s", obs.skew.refused)
+		}
 		if s.Status.FailedRevision != "" && s.Status.FailedRevision != before.Status.FailedRevision {
 			rollbacks.WithLabelValues("Scheduler", s.Name).Inc()
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s", rolloutFailedMessage(obs.rollout))
 		}
 	}
-	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing)}, reconcileErr
+	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
+}
+
+// degradedMessage is the message of the Scheduler's Degraded condition when it has reason; "" otherwise.
+func degradedMessage(s *schedulingv1alpha1.Scheduler, reason string) string {
+	c := meta.FindStatusCondition(s.Status.Conditions, schedulingv1alpha1.ConditionDegraded)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
+		return ""
+	}
+	return c.Message
 }
 
 // schedulerObservation is what one pass over a Scheduler found and did.
@@ -123,6 +148,8 @@ type schedulerObservation struct {
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
 	apiMissing string
+	// skew is what the version skew policy says of the scheduler against the apiserver.
+	skew versionSkew
 	// secretMissing names a Secret, or a key of it, that an extender needs and that is missing.
 	secretMissing string
 	// deployment is the live scheduler Deployment, if any.
@@ -170,6 +197,9 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	if obs.apiMissing, err = r.apis.missing(obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
+	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
+		return obs, err
+	}
 	st := obs.rollout
 	if obs.deployment, obs.rollout, err = r.run(ctx, obs.proc, obs.plan.config, st); err != nil {
 		obs.rollout = st
@@ -210,6 +240,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	switch {
 	case obs.apiMissing != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
+	case obs.skew.refused != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
 	case obs.secretMissing != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound,
 			obs.secretMissing+"; nothing is rolled out until it exists, and a running scheduler keeps its configuration")
@@ -224,6 +256,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	case obs.deployment != nil && progressDeadlineExceeded(obs.deployment):
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
 			"the rollout of "+st.ConfigMapName+" did not finish within the Deployment's progress deadline")
+	case obs.skew.unsupported != "":
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonUnsupportedVersionSkew, obs.skew.unsupported)
 	default:
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected, "nothing needs attention")
 	}

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,12 +51,19 @@ import (
 type SchedulerProfileReconciler struct {
 	processObjects
 	recorder events.EventRecorder
+	// versions checks the scheduler against the apiserver's version; nil skips the check.
+	versions *serverVersion
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
-// image, the image of kube-scheduler with this project's plugins.
-func NewSchedulerProfileReconciler(c client.Client, apis discovery.ServerResourcesInterface, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return &SchedulerProfileReconciler{processObjects: processObjects{client: c, apis: newServedAPIs(apis), settings: settings{namespace: namespace, image: image}}, recorder: recorder}
+// image, the image of kube-scheduler with this project's plugins. d answers which APIs and
+// which version the apiserver serves; nil skips those checks.
+func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
+	return &SchedulerProfileReconciler{
+		processObjects: processObjects{client: c, apis: newServedAPIs(d), settings: settings{namespace: namespace, image: image}},
+		recorder:       recorder,
+		versions:       newServerVersion(d),
+	}
 }
 
 // SetupWithManager watches profiles, the objects they own (a managed object edited or deleted by
@@ -124,6 +130,12 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	logger := log.FromContext(ctx).WithValues("SchedulerProfile", klog.KObj(p))
 	ctx = log.IntoContext(ctx, logger)
+	if p.DeletionTimestamp != nil {
+		// Deletion is final: nothing is applied, not even the objects the garbage collector is
+		// removing, and the status stays as the last pass left it.
+		logger.V(1).Info("Being deleted, not reconciled")
+		return ctrl.Result{}, nil
+	}
 
 	obs, reconcileErr := r.reconcile(ctx, p)
 	if reconcileErr != nil {
@@ -132,15 +144,16 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	before := p.DeepCopy()
 	setStatus(p, obs)
 	if err := r.updateStatus(ctx, before, p); err != nil {
-		if apierrors.IsConflict(err) {
-			// The cache held an older profile; the newer one is on its way and reconciles again.
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			// The cache held an older profile; the newer one (or its deletion) is on its way and
+			// reconciles again.
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	r.recordEvents(before, p)
 	recordMetrics(before, p, obs)
-	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing)}, reconcileErr
+	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
 }
 
 // observation is what one pass found and did; the status is computed from it.
@@ -150,12 +163,16 @@ type observation struct {
 	process *process
 	// schedulerMissing is set when schedulerRef names a Scheduler that does not exist.
 	schedulerMissing bool
+	// schedulerDeleting is set when schedulerRef names a Scheduler that is being deleted.
+	schedulerDeleting bool
 	// conflictWith is the older profile that claims the same scheduler name.
 	conflictWith string
 	// invalid is the validator's message when the configuration would not start.
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
 	apiMissing string
+	// skew is what the version skew policy says of the scheduler against the apiserver.
+	skew versionSkew
 	// secretMissing names a Secret, or a key of it, that an extender needs and that is missing.
 	secretMissing string
 	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
@@ -212,6 +229,9 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
+	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
+		return obs, err
+	}
 	obs.config = cfg
 	if obs.deployment, obs.rollout, err = r.run(ctx, proc, cfg, st); err != nil {
 		obs.rollout = st
@@ -241,6 +261,12 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return err
 	}
+	if s.DeletionTimestamp != nil {
+		// A Scheduler being deleted serves the profile only until its Deployment is gone; the
+		// profile's own scheduler, if it still has one, is kept.
+		obs.schedulerDeleting = true
+		return nil
+	}
 	if errs := proc.settingsErrors(); len(errs) > 0 {
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
@@ -260,8 +286,12 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if m.refused() || pl.config == nil {
 		return nil
 	}
-	// The Scheduler's reconciler holds the rollout back for a missing API: say so here too.
+	// The Scheduler's reconciler holds the rollout back for a missing API or a version skew: say
+	// so here too.
 	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+		return err
+	}
+	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
 		return err
 	}
 	obs.config = pl.config

@@ -63,6 +63,8 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 			obs.secretMissing+"; nothing is rolled out until it exists")
 	case obs.apiMissing != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
+	case obs.skew.refused != "":
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
 	case obs.queueSortConflict != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonQueueSortConflict,
 			"the profiles of one scheduler must sort the queue alike, and this one differs from the oldest profile of Scheduler "+p.Spec.SchedulerRef.Name+", so it is not rolled out: "+obs.queueSortConflict)
@@ -133,6 +135,12 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case obs.apiMissing != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable,
 			"the scheduler's feature gates need an API the cluster does not serve (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
+	case obs.skew.refused != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonVersionSkew,
+			"the scheduler would be newer than the apiserver (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
+	case obs.schedulerDeleting:
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerDeleting,
+			fmt.Sprintf("Scheduler %q is being deleted: it serves this profile only until its Deployment is gone; name another Scheduler, or none for a scheduler of its own", p.Spec.SchedulerRef.Name))
 	case d != nil && obs.queueSortConflict != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonQueueSortConflict,
 			"the latest change conflicts with the queue sort of the Scheduler (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
@@ -150,6 +158,8 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case d != nil && progressDeadlineExceeded(d):
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
 			"the rollout of "+p.Status.ConfigMapName+" did not finish within the Deployment's progress deadline")
+	case obs.skew.unsupported != "":
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonUnsupportedVersionSkew, obs.skew.unsupported)
 	default:
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected, "nothing needs attention")
 	}

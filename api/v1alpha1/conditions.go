@@ -32,6 +32,11 @@ const (
 	// names it. Nothing is rolled out until it exists, and a running scheduler keeps running. On a
 	// Scheduler, which has no ConfigValid condition, it is a reason of Degraded.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonVersionSkew means the scheduler would be newer than the cluster's kube-apiserver, which
+	// Kubernetes' version skew policy does not allow (or the apiserver's version cannot be read as
+	// one); the message names both versions. Nothing is rolled out, and a running scheduler keeps
+	// running. On a Scheduler, which has no ConfigValid condition, it is a reason of Degraded.
+	ReasonVersionSkew = "VersionSkew"
 )
 
 // Reasons of the Available condition.
@@ -72,4 +77,11 @@ const (
 	// ReasonRolloutFailed means a new revision of the scheduler did not become available (the
 	// message says why) and the Deployment was returned to the last revision that ran available.
 	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonUnsupportedVersionSkew means the scheduler is more than one minor older than the
+	// cluster's kube-apiserver, beyond what the version skew policy supports; it is rolled out all
+	// the same, and the operator (which ships the scheduler) should be upgraded.
+	ReasonUnsupportedVersionSkew = "UnsupportedVersionSkew"
+	// ReasonSchedulerDeleting means the Scheduler that spec.schedulerRef names is being deleted:
+	// the profile is served until the Scheduler's Deployment is gone, and then by nothing.
+	ReasonSchedulerDeleting = "SchedulerDeleting"
 )

@@ -27,6 +27,14 @@ type webhookInput struct {
 
 // webhookDefinitions turns the input's webhook configurations into the CSV's webhookdefinitions,
 // each served by the operator's Deployment through the port its Service targets.
+//
+// A WebhookDescription (operator-framework/api v0.45.0) has no matchConditions, and OLM builds
+// the configuration from it alone, so under OLM every update reaches the webhook, including
+// those that leave the spec as it is (labels, finalizers, the garbage collector's
+// foregroundDeletion finalizer). The operator's validators admit those updates themselves, so
+// while the operator serves they work as with the matchConditions; only while it is down they
+// fail (failurePolicy Fail). The matchConditions are dropped knowingly, not refused: refusing
+// would leave OLM without a webhook at all.
 func webhookDefinitions(in *input) ([]operatorsv1alpha1.WebhookDescription, error) {
 	var defs []operatorsv1alpha1.WebhookDescription
 	for _, c := range in.webhook.configs {

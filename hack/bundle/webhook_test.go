@@ -110,6 +110,40 @@ func TestGenerateWebhook(t *testing.T) {
 	}
 }
 
+// TestGenerateWebhookDropsMatchConditions: a WebhookDescription cannot carry matchConditions;
+// the definition is the same as without them (the validators admit what they would skip).
+func TestGenerateWebhookDropsMatchConditions(t *testing.T) {
+	plain, err := classify(withWebhook(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := withWebhook(t)
+	vwc := find(t, objs, "ValidatingWebhookConfiguration", "")
+	webhooks, _, _ := unstructured.NestedSlice(vwc.Object, "webhooks")
+	webhooks[0].(map[string]any)["matchConditions"] = []any{map[string]any{"name": "spec-changed", "expression": "object.spec != oldObject.spec"}}
+	if err := unstructured.SetNestedSlice(vwc.Object, webhooks, "webhooks"); err != nil {
+		t.Fatal(err)
+	}
+	withConditions, err := classify(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(withConditions.webhook.configs[0].Webhooks[0].MatchConditions) != 1 {
+		t.Fatal("The input's webhook lost its matchConditions before generating")
+	}
+	want, err := buildCSV(plain, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := buildCSV(withConditions, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Spec.WebhookDefinitions, got.Spec.WebhookDefinitions); diff != "" {
+		t.Errorf("webhookdefinitions with matchConditions (-without +with):\n%s", diff)
+	}
+}
+
 func TestGenerateWebhookRefuses(t *testing.T) {
 	tests := []struct {
 		name    string

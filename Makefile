@@ -37,6 +37,10 @@ KUSTOMIZE := $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 # tools module, whose go.mod pins golangci-lint and the plugins.
 GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2 }' hack/tools/golangci-lint/go.mod)
 GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# promtool is built from its own tools module (hack/tools/promtool), whose go.mod pins Prometheus;
+# the tests of the alerts and the dashboard live there too, with Prometheus' PromQL parser.
+PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" { print $$2 }' hack/tools/promtool/go.mod)
+PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 
 # Version ldflags so that every Kubernetes binary reports $(K8S_VERSION) instead of v0.0.0-master.
 VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
@@ -205,6 +209,16 @@ bin/kube-scheduler-upstream: go.mod go.sum
 # charges for two plugins at the extension points of ours. Benchmark code, not in the image.
 bin/kube-scheduler-noop: $(GO_SOURCES) go.mod go.sum
 	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $@ ./hack/bench/noop-scheduler
+
+.PHONY: test-monitoring
+test-monitoring: $(PROMTOOL) ## Alerts and dashboard: promtool check rules and test rules (config/prometheus/tests), every query parsed and naming only exported metrics.
+	cd hack/tools/promtool && PROMTOOL=$(PROMTOOL) go test ./... -count=1 -v
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool into bin/ (from hack/tools/promtool).
+
+$(PROMTOOL): hack/tools/promtool/go.mod hack/tools/promtool/go.sum
+	cd hack/tools/promtool && go build -ldflags '-s -w' -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: test-integration
 test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary.

@@ -1,6 +1,9 @@
 package bundle
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,8 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // serviceMonitor is the part of a monitoring.coreos.com/v1 ServiceMonitor that finds its targets.
@@ -54,6 +60,9 @@ func TestOperatorMetricsAreReachable(t *testing.T) {
 
 	var monitors []serviceMonitor
 	for _, obj := range kustomizeBuild(t, "config/prometheus", "registry.example/scheduler-profile-operator:v0.0.1") {
+		if obj.GetKind() == "PrometheusRule" {
+			continue
+		}
 		if obj.GetKind() != "ServiceMonitor" {
 			t.Errorf("config/prometheus holds a %s", obj.GetKind())
 			continue
@@ -76,5 +85,52 @@ func TestOperatorMetricsAreReachable(t *testing.T) {
 	}
 	if len(m.Spec.Endpoints) != 1 || m.Spec.Endpoints[0].Port != port.Name || m.Spec.Endpoints[0].Scheme != "https" || m.Spec.Endpoints[0].Path != "/metrics" {
 		t.Errorf("The operator's ServiceMonitor scrapes %+v, want /metrics on port %q over https", m.Spec.Endpoints, port.Name)
+	}
+}
+
+// TestBundleShipsMonitoring: the bundle holds config/prometheus (the ServiceMonitors and the
+// PrometheusRule) as config/default names it once its ../prometheus line is uncommented, and
+// config/grafana builds the dashboard's ConfigMap for Grafana's sidecar from the one JSON file.
+func TestBundleShipsMonitoring(t *testing.T) {
+	const image = "registry.example/scheduler-profile-operator:v0.0.1"
+	bundled := map[string]*unstructured.Unstructured{}
+	files, err := filepath.Glob(path(bundleDir + "/manifests/*_monitoring.coreos.com_v1_*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := decodeYAML(t, data)
+		if len(objs) != 1 {
+			t.Fatalf("%s holds %d objects, want 1", f, len(objs))
+		}
+		bundled[objs[0].GetKind()+" "+objs[0].GetName()] = objs[0]
+	}
+	want := map[string]*unstructured.Unstructured{}
+	for _, obj := range kustomizeBuild(t, "config/prometheus", image) {
+		// config/default prefixes the names; OLM chooses the namespace.
+		obj.SetName("scheduler-profile-operator-" + obj.GetName())
+		want[obj.GetKind()+" "+obj.GetName()] = obj
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(bundled))); diff != "" {
+		t.Fatalf("Monitoring objects of the bundle (-config/prometheus +bundle); run `make bundle`:\n%s", diff)
+	}
+	for key, obj := range want {
+		if diff := cmp.Diff(obj.Object["spec"], bundled[key].Object["spec"]); diff != "" {
+			t.Errorf("%s differs from config/prometheus; run `make bundle` (-config +bundle):\n%s", key, diff)
+		}
+	}
+	if rule := want["PrometheusRule scheduler-profile-operator-alerts"]; rule == nil {
+		t.Error("config/prometheus has no PrometheusRule alerts")
+	}
+
+	cm := &corev1.ConfigMap{}
+	fromUnstructured(t, findObject(t, kustomizeBuild(t, "config/grafana", image), "ConfigMap"), cm)
+	dashboard := readFile(t, "config/grafana/scheduler-profile-operator.json")
+	if cm.Labels["grafana_dashboard"] != "1" || cm.Data["scheduler-profile-operator.json"] != string(dashboard) {
+		t.Errorf("config/grafana's ConfigMap %s (labels %v) does not hold the dashboard under the sidecar's label grafana_dashboard: \"1\"", cm.Name, cm.Labels)
 	}
 }

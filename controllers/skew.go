@@ -135,9 +135,17 @@ func judgeSkew(scheduler string, server *apimachineryversion.Info) versionSkew {
 	case s.GreaterThan(a):
 		return versionSkew{refused: fmt.Sprintf("the scheduler is Kubernetes %s and the apiserver %s: Kubernetes' version skew policy does not allow a kube-scheduler newer than its kube-apiserver, so nothing is rolled out, and a running scheduler keeps running until the control plane is upgraded", scheduler, shown)}
 	case s.Major() != a.Major() || s.AddMinor(maxOlderMinors).LessThan(a):
-		return versionSkew{unsupported: fmt.Sprintf("the scheduler is Kubernetes %s and the apiserver %s: more than %d minor older than its kube-apiserver, which Kubernetes' version skew policy does not support; it is rolled out all the same, and an upgrade of the operator brings a newer scheduler", scheduler, shown, maxOlderMinors)}
+		return versionSkew{unsupported: fmt.Sprintf("the scheduler is Kubernetes %s and the apiserver %s: a kube-scheduler more than %s older than its kube-apiserver is beyond what Kubernetes' version skew policy supports; it is rolled out all the same, and an upgrade of the operator brings a newer scheduler", scheduler, shown, minorsText(maxOlderMinors))}
 	}
 	return versionSkew{}
+}
+
+// minorsText says n minors in words, for messages.
+func minorsText(n int) string {
+	if n == 1 {
+		return "one minor"
+	}
+	return fmt.Sprintf("%d minors", n)
 }
 
 // serverMinor is the apiserver's major and minor from its gitVersion or, failing that, from its

@@ -32,7 +32,7 @@ func TestJudgeSkew(t *testing.T) {
 			mentions: []string{"v1.37.0-rc.1", "v1.36.9"}},
 		{name: "older major", scheduler: "v1.37.2", server: apimachineryversion.Info{GitVersion: "v0.99.0"}, want: refused},
 		{name: "two minors newer apiserver", scheduler: "v1.37.2", server: apimachineryversion.Info{GitVersion: "v1.39.1"}, want: unsupported,
-			mentions: []string{"v1.37.2", "v1.39.1", "does not support"}},
+			mentions: []string{"v1.37.2", "v1.39.1", "more than one minor older"}},
 		{name: "newer major", scheduler: "v1.37.2", server: apimachineryversion.Info{GitVersion: "v2.0.0"}, want: unsupported},
 		{name: "gitVersion unparseable, major and minor fields with a plus", scheduler: "v1.37.2",
 			server: apimachineryversion.Info{GitVersion: "custom-build", Major: "1", Minor: "36+"}, want: refused, mentions: []string{"v1.37.2", "1.36"}},

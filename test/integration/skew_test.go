@@ -124,3 +124,22 @@ func TestVersionSkew(t *testing.T) {
 		return nil
 	})
 }
+
+// TestVersionSkewUnsupported: against an apiserver two minors newer than the scheduler, beyond
+// what the skew policy supports, the profile rolls out all the same and says so in Degraded.
+func TestVersionSkewUnsupported(t *testing.T) {
+	k := suiteCluster()
+	const server = "v1.39.1"
+	k.startOperatorAt(t, server)
+	p := k.createProfile(t, testutil.MakeProfile(uniqueName("skew-old")).Obj())
+	p = k.waitForConditions(t, p.Name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonUnsupportedVersionSkew})
+	msg := findCondition(p, schedulingv1alpha1.ConditionDegraded).Message
+	t.Logf("Degraded: %s", msg)
+	if !strings.Contains(msg, schedulerVersion) || !strings.Contains(msg, server) {
+		t.Errorf("The message %q does not name both %s and %s", msg, schedulerVersion, server)
+	}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: p.Name + "-scheduler"}, &appsv1.Deployment{}); err != nil {
+		t.Errorf("The scheduler Deployment: %v", err)
+	}
+}

@@ -34,6 +34,8 @@ func schedulerBinary(t *testing.T) string {
 
 // schedulerProcess is a kube-scheduler started by startScheduler.
 type schedulerProcess struct {
+	// port is the secure port it serves /readyz and /metrics on, at 127.0.0.1.
+	port int
 	// exited receives the result of Wait once the process has exited; whoever receives it puts
 	// it back, so that every later reader sees it too.
 	exited chan error
@@ -50,11 +52,11 @@ func (p *schedulerProcess) checkRunning() error {
 	}
 }
 
-// startScheduler runs the scheduler binary with configPath until the test ends and waits until it
-// reports ready, which means its informers have synced (with leader election on, it may not hold
-// the lease yet). Its output goes to a file that is printed when the test fails; the process is
+// startScheduler runs the scheduler binary with configPath (and args, if any) until the test ends
+// and waits until it reports ready, which means its informers have synced (with leader election
+// on, it may not hold the lease yet). Its output goes to a file that is printed when the test fails; the process is
 // killed and reaped in t.Cleanup.
-func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
+func startScheduler(t *testing.T, binary, configPath string, args ...string) *schedulerProcess {
 	t.Helper()
 	dir := t.TempDir() // before the cleanups below, so that it is removed after them
 	logPath := filepath.Join(dir, "kube-scheduler.log")
@@ -76,19 +78,19 @@ func startScheduler(t *testing.T, binary, configPath string) *schedulerProcess {
 		t.Fatal(err)
 	}
 	port := ports[0]
-	cmd := exec.Command(binary,
+	cmd := exec.Command(binary, append([]string{
 		"--config", configPath,
 		"--bind-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port),
 		"--v", "2",
-	)
+	}, args...)...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		t.Fatalf("Starting %s: %v", binary, err)
 	}
-	proc := &schedulerProcess{exited: make(chan error, 1)}
+	proc := &schedulerProcess{port: port, exited: make(chan error, 1)}
 	exited := proc.exited
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {

@@ -72,14 +72,18 @@ func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.S
 	// The profile under review takes the place of its stored version.
 	all := slices.DeleteFunc(list.Items, func(other schedulingv1alpha1.SchedulerProfile) bool { return other.Name == p.Name })
 	all = append(all, *p)
+	served, err := v.servedNamesIndex(ctx)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
 	warnings := profileWarnings(p)
 	var errs field.ErrorList
 	if p.Spec.SchedulerRef.Name == "" {
-		errs = v.checkDedicatedProfile(p, all)
+		errs = v.checkDedicatedProfile(p, all, served)
 	} else {
 		var more admission.Warnings
 		var err error
-		if errs, more, err = v.checkMemberProfile(ctx, p, all); err != nil {
+		if errs, more, err = v.checkMemberProfile(ctx, p, all, served); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		warnings = append(warnings, more...)
@@ -91,10 +95,10 @@ func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.S
 }
 
 // checkDedicatedProfile runs the reconciler's checks of a profile with a scheduler of its own.
-func (v *profileValidator) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) field.ErrorList {
+func (v *profileValidator) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) field.ErrorList {
 	name := profile.SchedulerName(p)
-	if older := conflictingProfile(p, all, name); older != "" {
-		return field.ErrorList{nameConflict(p, name, older)}
+	if owner, serving := nameOwner(p, all, name, served); owner != "" {
+		return field.ErrorList{nameConflict(p, name, owner, serving)}
 	}
 	_, _, errs := checkDedicated(p, dedicatedProcess(p, name), v.settings)
 	return errs
@@ -105,7 +109,7 @@ func (v *profileValidator) checkDedicatedProfile(p *schedulingv1alpha1.Scheduler
 // (with the Scheduler's extenders and gates), a queue sort unlike the oldest member's, and a
 // combined configuration the scheduler would not start. A Scheduler that does not exist yet is
 // planned with default settings, and is only a warning.
-func (v *profileValidator) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) (field.ErrorList, admission.Warnings, error) {
+func (v *profileValidator) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (field.ErrorList, admission.Warnings, error) {
 	var warnings admission.Warnings
 	ref := p.Spec.SchedulerRef.Name
 	s := &schedulingv1alpha1.Scheduler{}
@@ -130,14 +134,14 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 	if err != nil {
 		return nil, nil, err
 	}
-	pl, err := v.planMembers(s, proc, all, running)
+	pl, err := v.planMembers(s, proc, all, running, served, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	m := pl.member(p.Name)
 	switch {
 	case m.conflictWith != "":
-		return field.ErrorList{nameConflict(p, m.schedulerName, m.conflictWith)}, warnings, nil
+		return field.ErrorList{nameConflict(p, m.schedulerName, m.conflictWith, m.conflictServed)}, warnings, nil
 	case len(m.errs) > 0:
 		return m.errs, warnings, nil
 	case m.queueSortConflict != "":
@@ -153,14 +157,14 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 	return nil, warnings, nil
 }
 
-// nameConflict is the error of a profile whose scheduler name an older profile claims, at the
-// field that sets the name.
-func nameConflict(p *schedulingv1alpha1.SchedulerProfile, name, older string) *field.Error {
+// nameConflict is the error of a profile whose scheduler name another profile keeps (it serves
+// it, or is older), at the field that sets the name.
+func nameConflict(p *schedulingv1alpha1.SchedulerProfile, name, owner string, served bool) *field.Error {
 	path := field.NewPath("spec", "schedulerName")
 	if p.Spec.SchedulerName == "" {
 		path = field.NewPath("metadata", "name")
 	}
-	return field.Invalid(path, name, fmt.Sprintf("the scheduler name is already used by SchedulerProfile %s", older))
+	return field.Invalid(path, name, nameConflictMessage(name, owner, served))
 }
 
 // profileWarnings are the valid but risky settings of a profile.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -46,11 +48,11 @@ func TestProfileValidatorCreate(t *testing.T) {
 		{name: "scheduler name of an older profile",
 			stored:     []client.Object{createdAt(testutil.MakeProfile("first").SchedulerName("team").Obj(), 5)},
 			profile:    testutil.MakeProfile("second").SchedulerName("team").Obj(),
-			wantCauses: []string{`spec.schedulerName: Invalid value: "team": the scheduler name is already used by SchedulerProfile first`}},
+			wantCauses: []string{`spec.schedulerName: Invalid value: "team": schedulerName "team" is already claimed by the older SchedulerProfile "first"`}},
 		{name: "defaulted scheduler name of an older profile",
 			stored:     []client.Object{createdAt(testutil.MakeProfile("first").SchedulerName("team").Obj(), 5)},
 			profile:    testutil.MakeProfile("team").Obj(),
-			wantCauses: []string{`metadata.name: Invalid value: "team": the scheduler name is already used by SchedulerProfile first`}},
+			wantCauses: []string{`metadata.name: Invalid value: "team": schedulerName "team" is already claimed by the older SchedulerProfile "first"`}},
 		{name: "bad feature gate",
 			profile:    testutil.MakeProfile("gates").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{"NoSuchGate": true}}).Obj(),
 			wantCauses: []string{`spec.scheduler.featureGates.NoSuchGate: `}},
@@ -78,7 +80,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 				createdAt(testutil.MakeProfile("alone").SchedulerName("x").Obj(), 10),
 			},
 			profile:    testutil.MakeProfile("member").SchedulerRef("shared").SchedulerName("x").Obj(),
-			wantCauses: []string{`spec.schedulerName: Invalid value: "x": the scheduler name is already used by SchedulerProfile alone`}},
+			wantCauses: []string{`spec.schedulerName: Invalid value: "x": schedulerName "x" is already claimed by the older SchedulerProfile "alone"`}},
 		{name: "member with the Scheduler's extender, which is invalid",
 			stored: []client.Object{
 				createdAt(testutil.MakeScheduler("shared").Extender(schedulingv1alpha1.Extender{URLPrefix: "http://a", PrioritizeVerb: ptr.To("prioritize")}).Obj(), 10),
@@ -221,5 +223,41 @@ func TestValidatorsAllowDelete(t *testing.T) {
 	}
 	if _, err := (&schedulerValidator{fakeObjects(broken)}).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
 		t.Errorf("Delete of a Scheduler refused: %v", err)
+	}
+}
+
+// TestProfileValidatorRenameOntoServedName: an older profile that renames onto a name a younger
+// one serves is refused, naming the profile that serves it; while nothing serves the name, the
+// older profile gets it.
+func TestProfileValidatorRenameOntoServedName(t *testing.T) {
+	old := createdAt(testutil.MakeProfile("old").SchedulerName("mine").Obj(), 10)
+	young := createdAt(testutil.MakeProfile("young").SchedulerName("team").Obj(), 5)
+	serving := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-config-1"},
+			Data: map[string]string{configFileKey: "profiles:\n- schedulerName: team\n"}},
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-scheduler",
+				Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, LabelProfile: "young"}},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "young-config-1"}}}}}}}},
+		},
+	}
+	renamed := old.DeepCopy()
+	renamed.Spec.SchedulerName = "team"
+	for _, tc := range []struct {
+		name       string
+		stored     []client.Object
+		wantCauses []string
+	}{
+		{name: "served by the younger profile", stored: append([]client.Object{old, young}, serving...),
+			wantCauses: []string{`spec.schedulerName: Invalid value: "team": schedulerName "team" is served by the scheduler of SchedulerProfile "young", which keeps it until it stops serving it`}},
+		{name: "claimed but not served: the older profile gets it", stored: []client.Object{old, young}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &profileValidator{fakeObjects(tc.stored...)}
+			_, err := v.ValidateUpdate(t.Context(), old, renamed)
+			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
+		})
 	}
 }

@@ -8,6 +8,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -17,8 +20,10 @@ import (
 type member struct {
 	profile       *schedulingv1alpha1.SchedulerProfile
 	schedulerName string
-	// conflictWith is the older profile that claims the same scheduler name.
-	conflictWith string
+	// conflictWith is the profile that keeps the scheduler name, and conflictServed says
+	// whether it keeps it because it serves it (else it is older).
+	conflictWith   string
+	conflictServed bool
 	// invalid is the validator's message when the latest spec would not start.
 	invalid string
 	// errs are the same errors with their fields, for the admission webhook.
@@ -29,6 +34,9 @@ type member struct {
 	// entry is what the process serves for the profile: its latest spec, or when that is refused
 	// its last good entry from the running configuration; nil leaves the profile out.
 	entry *profile.Profile
+	// leaving is set for a profile that left the Scheduler and is served with its running entry
+	// until its new scheduler serves it.
+	leaving bool
 }
 
 // refused tells whether the latest spec of the member is not what runs.
@@ -53,7 +61,8 @@ func (pl *plan) member(name string) *member {
 	return nil
 }
 
-// planScheduler works out what a shared scheduler serves. Each member is checked on its own (name
+// planScheduler works out what a shared scheduler serves. A profile that left it keeps its running
+// entry until its new scheduler serves it (leavingMembers). Each member is checked on its own (name
 // conflicts, Render and Validate with the process's extenders); a valid member that sorts the queue
 // unlike the oldest member is refused, as upstream refuses such a configuration; a refused member
 // keeps its entry of the configuration that runs now, read back from the running ConfigMap, and a
@@ -68,19 +77,80 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	if err != nil {
 		return nil, err
 	}
-	return r.planMembers(s, proc, list.Items, running)
+	served, err := r.servedNamesIndex(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leaving, err := r.leavingMembers(ctx, s, list.Items, running)
+	if err != nil {
+		return nil, err
+	}
+	return r.planMembers(s, proc, list.Items, running, served, leaving)
 }
 
-// planMembers is planScheduler with the profiles and the running entries given: the admission
-// webhook plans with the profile under review in place of the stored one.
-func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile) (*plan, error) {
+// leavingMembers are the profiles that left the Scheduler (their schedulerRef names another
+// one, or none) and that it still serves, while their new scheduler does not serve them yet:
+// the Scheduler keeps their running entry until then, so that a move out never leaves a profile
+// without a scheduler. A profile being deleted is not kept.
+func (r *processObjects) leavingMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile) (map[string]bool, error) {
+	var leaving map[string]bool
+	for i := range all {
+		p := &all[i]
+		if running[p.Name] == nil || p.Spec.SchedulerRef.Name == s.Name || p.DeletionTimestamp != nil {
+			continue
+		}
+		served, err := r.servedByItsOwn(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if !served {
+			if leaving == nil {
+				leaving = map[string]bool{}
+			}
+			leaving[p.Name] = true
+		}
+	}
+	return leaving, nil
+}
+
+// servedByItsOwn tells whether the scheduler that a profile names now serves it: its own
+// scheduler, or another Scheduler, with every replica available on the configuration that the
+// profile's status (or the Scheduler's) says it applied.
+func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (bool, error) {
+	proc := dedicatedProcess(p, profile.SchedulerName(p))
+	hash := p.Status.ConfigHash
+	if ref := p.Spec.SchedulerRef.Name; ref != "" {
+		s := &schedulingv1alpha1.Scheduler{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ref}, s); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if !slices.ContainsFunc(s.Status.Profiles, func(m schedulingv1alpha1.SchedulerMember) bool { return m.Name == p.Name }) {
+			return false, nil
+		}
+		proc, hash = sharedProcess(s), s.Status.ConfigHash
+	}
+	d, err := r.liveDeployment(ctx, proc)
+	if err != nil || d == nil {
+		return false, err
+	}
+	return hash != "" && d.Spec.Template.Annotations[AnnotationConfigHash] == hash && deploymentAvailable(d), nil
+}
+
+// planMembers is planScheduler with the profiles, the running entries and the served scheduler
+// names given: the admission webhook plans with the profile under review in place of the stored one.
+// leaving names the profiles that left and keep their running entry (leavingMembers).
+func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*plan, error) {
 	pl := &plan{}
 	for i := range all {
 		p := &all[i]
+		if leaving[p.Name] {
+			pl.members = append(pl.members, &member{profile: p, schedulerName: running[p.Name].SchedulerName, entry: running[p.Name], leaving: true})
+			continue
+		}
 		if p.Spec.SchedulerRef.Name == "" || p.Spec.SchedulerRef.Name != s.Name || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := r.checkMember(p, all, proc)
+		m := r.checkMember(p, all, proc, served)
 		if m.refused() {
 			m.entry = running[p.Name]
 		}
@@ -104,9 +174,9 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 }
 
 // checkMember checks one member on its own, as a profile with a scheduler of its own is checked.
-func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *process) *member {
+func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *process, served servedNames) *member {
 	m := &member{profile: p, schedulerName: profile.SchedulerName(p)}
-	if m.conflictWith = conflictingProfile(p, all, m.schedulerName); m.conflictWith != "" {
+	if m.conflictWith, m.conflictServed = nameOwner(p, all, m.schedulerName, served); m.conflictWith != "" {
 		return m
 	}
 	entry, cfg, err := renderAlone(p, proc, r.settings)
@@ -136,15 +206,10 @@ func renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settin
 // checkQueueSorts refuses the members whose latest entry sorts the queue unlike the oldest member
 // that has an entry; they keep their running entry, if any.
 func checkQueueSorts(members []*member, running map[string]*profile.Profile, gates map[string]bool) {
-	byAge := slices.Clone(members)
-	slices.SortFunc(byAge, func(a, b *member) int {
-		if c := a.profile.CreationTimestamp.Compare(b.profile.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.profile.Name, b.profile.Name)
-	})
+	oldestFirst := slices.Clone(members)
+	slices.SortFunc(oldestFirst, func(a, b *member) int { return byAge(a.profile, b.profile) })
 	var first *profile.Profile
-	for _, m := range byAge {
+	for _, m := range oldestFirst {
 		if m.entry == nil {
 			continue
 		}
@@ -196,24 +261,26 @@ func processSettings(proc *process, s settings) profile.Process {
 	}
 }
 
-// conflictingProfile returns the oldest other profile that resolves to the same scheduler name,
-// if it is older than p: the older profile keeps the name.
-func conflictingProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, name string) string {
-	claimants := []*schedulingv1alpha1.SchedulerProfile{p}
-	for i := range all {
-		other := &all[i]
-		if other.Name != p.Name && other.DeletionTimestamp == nil && profile.SchedulerName(other) == name {
-			claimants = append(claimants, other)
+// schedulersWithLeavingMembers enqueues, on an event of a scheduler Deployment, the Schedulers
+// that still serve a profile that left them: the profile's new scheduler may serve it now.
+func (r *processObjects) schedulersWithLeavingMembers(ctx context.Context, obj client.Object) []reconcile.Request {
+	if obj.GetLabels()[labelManagedBy] != FieldManager {
+		return nil
+	}
+	var schedulers schedulingv1alpha1.SchedulerList
+	if err := r.client.List(ctx, &schedulers); err != nil {
+		log.FromContext(ctx).Error(err, "Listing Schedulers")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, s := range schedulers.Items {
+		for _, m := range s.Status.Profiles {
+			p := &schedulingv1alpha1.SchedulerProfile{}
+			if err := r.client.Get(ctx, client.ObjectKey{Name: m.Name}, p); err != nil || p.Spec.SchedulerRef.Name != s.Name {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: s.Name}})
+				break
+			}
 		}
 	}
-	oldest := slices.MinFunc(claimants, func(a, b *schedulingv1alpha1.SchedulerProfile) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	if oldest.Name == p.Name {
-		return ""
-	}
-	return oldest.Name
+	return reqs
 }

@@ -55,6 +55,11 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.schedulersNamingSecret)).
+		// A member waiting for a scheduler name gets it when the scheduler that serves it stops.
+		Watches(&corev1.Pod{}, enqueueWaitingForNames(r.client, waitingScheduler)).
+		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingScheduler)).
+		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
 		Complete(r)
 }
 

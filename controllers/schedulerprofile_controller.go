@@ -79,6 +79,9 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&schedulingv1alpha1.Scheduler{}, handler.EnqueueRequestsFromMapFunc(r.membersOf)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.membersOfDeployment)).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.profilesNamingSecret)).
+		// A profile waiting for a scheduler name gets it when the scheduler that serves it stops.
+		Watches(&corev1.Pod{}, enqueueWaitingForNames(r.client, waitingProfile)).
+		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingProfile)).
 		Complete(r)
 }
 
@@ -165,8 +168,13 @@ type observation struct {
 	schedulerMissing bool
 	// schedulerDeleting is set when schedulerRef names a Scheduler that is being deleted.
 	schedulerDeleting bool
-	// conflictWith is the older profile that claims the same scheduler name.
-	conflictWith string
+	// conflictWith is the profile that keeps the scheduler name, and conflictServed says
+	// whether it keeps it because it serves it (else it is older).
+	conflictWith   string
+	conflictServed bool
+	// stoppedServing is set when the pass scaled the profile's own scheduler down, since it
+	// served a scheduler name that another profile keeps.
+	stoppedServing bool
 	// invalid is the validator's message when the configuration would not start.
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
@@ -210,8 +218,12 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if err := r.client.List(ctx, &list); err != nil {
 		return obs, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
-	if obs.conflictWith = conflictingProfile(p, list.Items, obs.schedulerName); obs.conflictWith != "" {
-		return obs, nil
+	served, err := r.servedNamesIndex(ctx)
+	if err != nil {
+		return obs, err
+	}
+	if obs.conflictWith, obs.conflictServed = nameOwner(p, list.Items, obs.schedulerName, served); obs.conflictWith != "" {
+		return obs, r.stopServing(ctx, proc, obs, served)
 	}
 	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
 	if errs := proc.settingsErrors(); len(errs) > 0 {
@@ -282,7 +294,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if m == nil {
 		return nil
 	}
-	obs.conflictWith, obs.invalid, obs.queueSortConflict = m.conflictWith, m.invalid, m.queueSortConflict
+	obs.conflictWith, obs.conflictServed, obs.invalid, obs.queueSortConflict = m.conflictWith, m.conflictServed, m.invalid, m.queueSortConflict
 	if m.refused() || pl.config == nil {
 		return nil
 	}
@@ -296,7 +308,10 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	obs.config = pl.config
 	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[AnnotationConfigHash] == pl.config.Hash
-	if obs.applied && obs.deployment.Status.AvailableReplicas > 0 {
+	// Hand-over before release: the profile's own scheduler goes only once every replica of the
+	// Scheduler runs the configuration that contains the profile. An available replica of the
+	// old revision does not serve it, and a new revision that fails is rolled back.
+	if obs.applied && deploymentAvailable(obs.deployment) {
 		return r.removeProcess(ctx, dedicatedProcess(p, obs.schedulerName))
 	}
 	return nil

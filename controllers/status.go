@@ -54,7 +54,7 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 	switch {
 	case obs.conflictWith != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict,
-			fmt.Sprintf("schedulerName %q is already claimed by the older SchedulerProfile %q; nothing is rolled out until it is free", obs.schedulerName, obs.conflictWith))
+			nameConflictMessage(obs.schedulerName, obs.conflictWith, obs.conflictServed)+"; nothing is rolled out until it is free")
 	case obs.invalid != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig,
 			"the scheduler would refuse this configuration, so it is not rolled out: "+obs.invalid)
@@ -144,6 +144,9 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case d != nil && obs.queueSortConflict != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonQueueSortConflict,
 			"the latest change conflicts with the queue sort of the Scheduler (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	case obs.stoppedServing || (d != nil && obs.conflictWith != "" && replicas(d.Spec.Replicas) == 0):
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
+			"another profile serves this schedulerName (see ConfigValid), so this profile's scheduler was scaled down: two schedulers never serve one name")
 	case d != nil && obs.conflictWith != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
 			"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)

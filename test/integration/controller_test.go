@@ -288,10 +288,16 @@ func TestControllerSchedulerNameConflict(t *testing.T) {
 		return nil
 	})
 
-	// No garbage collector runs: the older profile's objects stay, which is fine for this test.
+	// The older profile's scheduler serves the name until its Deployment is gone, deleted or
+	// not: the younger profile waits for it. No garbage collector runs here, so the test removes
+	// the Deployment as the collector would.
 	if err := k.admin.Delete(t.Context(), &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: older}}); err != nil {
 		t.Fatalf("Deleting %s: %v", older, err)
 	}
+	testutil.Consistently(t, 2*time.Second, younger+" waits while the deleted profile's Deployment serves the name", func(ctx context.Context) error {
+		return k.deploymentAbsent(ctx, younger+"-scheduler")
+	})
+	k.deleteObjectsOf(t.Context(), t, controllers.LabelProfile, older)
 	p = k.waitForRollout(t, younger)
 	checkStatusNames(t, p, shared)
 	k.checkOwnedObjects(t, p, shared, k.waitForOwned(t, p, p.Status.ConfigMapName))
@@ -381,3 +387,50 @@ func TestControllerRepairsDrift(t *testing.T) {
 	p = k.waitForRollout(t, name)
 	k.checkOwnedObjects(t, p, name, k.waitForOwned(t, p, p.Status.ConfigMapName))
 }
+
+// TestControllerRenameOntoServedName renames an older profile onto the scheduler name that a
+// younger one serves: the older is refused, names the profile that serves it, and keeps running
+// its old name; once the younger has renamed away, the older gets the name. At no point do the
+// two Deployments run a configuration with the same name.
+func TestControllerRenameOntoServedName(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	prefix := uniqueName("ctl-rename")
+	older, younger := prefix+"-a", prefix+"-b"
+	first, taken, other := prefix+"-x", prefix+"-y", prefix+"-z"
+	k.createProfile(t, testutil.MakeProfile(older).SchedulerName(first).Obj())
+	k.waitForRollout(t, older)
+	k.createProfile(t, testutil.MakeProfile(younger).SchedulerName(taken).Obj())
+	k.waitForRollout(t, younger)
+	hashOf := func(name string) string {
+		return k.liveDeployment(t, name+"-scheduler").Spec.Template.Annotations[controllers.AnnotationConfigHash]
+	}
+	olderHash, youngerHash := hashOf(older), hashOf(younger)
+
+	k.updateProfile(t, older, func(p *schedulingv1alpha1.SchedulerProfile) { p.Spec.SchedulerName = taken })
+	p := k.waitForConditions(t, older,
+		conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict})
+	want := fmt.Sprintf("schedulerName %q is served by the scheduler of SchedulerProfile %q", taken, younger)
+	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, want) {
+		t.Errorf("The conflict message %q does not say %q", msg, want)
+	}
+	testutil.Consistently(t, 2*time.Second, "both schedulers keep their configurations", func(ctx context.Context) error {
+		if got := hashOf(older); got != olderHash {
+			return fmt.Errorf("the refused profile's scheduler changed its configuration to %s", got)
+		}
+		if got := hashOf(younger); got != youngerHash {
+			return fmt.Errorf("the serving profile's scheduler changed its configuration to %s", got)
+		}
+		return nil
+	})
+
+	k.updateProfile(t, younger, func(p *schedulingv1alpha1.SchedulerProfile) { p.Spec.SchedulerName = other })
+	k.waitForRollout(t, younger)
+	p = k.waitForRollout(t, older)
+	checkStatusNames(t, p, taken)
+	entries, _ := k.configEntries(t, p.Status.ConfigMapName)
+	if _, ok := entries[taken]; !ok || len(entries) != 1 {
+		t.Errorf("The configuration of %s serves %v, want only %s", older, entries, taken)
+	}
+}
+

@@ -1,0 +1,297 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// servedNames tells which profiles a scheduler serves each scheduler name for right now: by
+// scheduler name, the names of the profiles whose entry some live scheduler runs. A name is
+// served while a scheduler pod that mounts a configuration with it exists (terminating or not),
+// or a scheduler Deployment with replicas runs a template with it, so a name is held from the
+// moment its Deployment is applied until the last pod of its old revision is gone.
+type servedNames map[string][]string
+
+// add records that the profile's entry with the scheduler name is served.
+func (s servedNames) add(schedulerName, profileName string) {
+	if !slices.Contains(s[schedulerName], profileName) {
+		s[schedulerName] = append(s[schedulerName], profileName)
+		sort.Strings(s[schedulerName])
+	}
+}
+
+// nameOwner returns the profile that keeps the scheduler name when p asks for it, or "" when p
+// may have it. Whoever serves the name now keeps it until it stops serving it, even when it no
+// longer asks for it (a rename rolls out first) or is being deleted (its pods are still there);
+// when nobody serves it, the oldest profile that asks for it gets it. served says whether the
+// owner serves the name (for the message).
+func nameOwner(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, name string, index servedNames) (owner string, served bool) {
+	servers := index[name]
+	switch {
+	case len(servers) == 0:
+	case !slices.Contains(servers, p.Name):
+		return oldestOf(servers, all), true
+	case len(servers) == 1:
+		return "", false
+	default:
+		// Several profiles serve the name, which the operator never lets happen but a cluster
+		// from before this rule may have: the oldest of them keeps it.
+		if owner := oldestOf(servers, all); owner != p.Name {
+			return owner, true
+		}
+		return "", false
+	}
+	claimants := []*schedulingv1alpha1.SchedulerProfile{p}
+	for i := range all {
+		other := &all[i]
+		if other.Name != p.Name && other.DeletionTimestamp == nil && profile.SchedulerName(other) == name {
+			claimants = append(claimants, other)
+		}
+	}
+	oldest := slices.MinFunc(claimants, byAge)
+	if oldest.Name == p.Name {
+		return "", false
+	}
+	return oldest.Name, false
+}
+
+// oldestOf is the oldest of the named profiles; a name of no stored profile (its profile is
+// gone, its pods not yet) counts as the oldest, since it serves and nobody else can stop it.
+func oldestOf(names []string, all []schedulingv1alpha1.SchedulerProfile) string {
+	var stored []*schedulingv1alpha1.SchedulerProfile
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(p schedulingv1alpha1.SchedulerProfile) bool { return p.Name == n })
+		if i < 0 {
+			return n
+		}
+		stored = append(stored, &all[i])
+	}
+	return slices.MinFunc(stored, byAge).Name
+}
+
+// byAge orders profiles oldest first, by name when created in the same second.
+func byAge(a, b *schedulingv1alpha1.SchedulerProfile) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
+}
+
+// nameConflictMessage says why a profile does not get its scheduler name.
+func nameConflictMessage(name, owner string, served bool) string {
+	if served {
+		return fmt.Sprintf("schedulerName %q is served by the scheduler of SchedulerProfile %q, which keeps it until it stops serving it", name, owner)
+	}
+	return fmt.Sprintf("schedulerName %q is already claimed by the older SchedulerProfile %q", name, owner)
+}
+
+// configNames caches the scheduler names of rendered configurations by namespace and ConfigMap
+// name: the ConfigMaps are immutable and named by their content's hash, so an entry never goes
+// stale. It is emptied when it reaches maxConfigNames, which pruning keeps far away.
+var configNames = struct {
+	mu     sync.Mutex
+	byName map[client.ObjectKey][]string
+}{byName: map[client.ObjectKey][]string{}}
+
+// maxConfigNames bounds configNames: a few ConfigMaps per profile are kept, 3 at most.
+const maxConfigNames = 8192
+
+// servedNamesIndex reads which profile serves which scheduler name: the scheduler Deployments
+// with replicas and the scheduler pods of the operator's namespace, and the configurations they
+// mount. A Scheduler's names are attributed to its members by its status.
+func (r *processObjects) servedNamesIndex(ctx context.Context) (servedNames, error) {
+	reader := r.client
+	ns := r.settings.namespace
+	selector := client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}
+	var deployments appsv1.DeploymentList
+	if err := reader.List(ctx, &deployments, client.InNamespace(ns), selector); err != nil {
+		return nil, fmt.Errorf("listing scheduler Deployments: %w", err)
+	}
+	var pods corev1.PodList
+	if err := reader.List(ctx, &pods, client.InNamespace(ns), selector); err != nil {
+		return nil, fmt.Errorf("listing scheduler pods: %w", err)
+	}
+	type mount struct {
+		labels    map[string]string
+		configMap string
+	}
+	var mounts []mount
+	for _, d := range deployments.Items {
+		if replicas(d.Spec.Replicas) > 0 {
+			mounts = append(mounts, mount{d.Labels, configMapOf(&d.Spec.Template.Spec)})
+		}
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			mounts = append(mounts, mount{p.Labels, configMapOf(&p.Spec)})
+		}
+	}
+	index := servedNames{}
+	members := map[string]map[string]string{} // Scheduler -> scheduler name -> profile
+	for _, m := range mounts {
+		if m.configMap == "" {
+			continue
+		}
+		names, err := r.namesIn(ctx, reader, m.configMap)
+		if err != nil {
+			return nil, err
+		}
+		if p := m.labels[LabelProfile]; p != "" {
+			for _, n := range names {
+				index.add(n, p)
+			}
+			continue
+		}
+		s := m.labels[LabelScheduler]
+		if s == "" {
+			continue
+		}
+		if _, ok := members[s]; !ok {
+			if members[s], err = servedMembers(ctx, reader, s); err != nil {
+				return nil, err
+			}
+		}
+		for _, n := range names {
+			if p, ok := members[s][n]; ok {
+				index.add(n, p)
+			}
+		}
+	}
+	return index, nil
+}
+
+// servedMembers maps the scheduler names a Scheduler serves to its member profiles, from its status.
+func servedMembers(ctx context.Context, reader client.Reader, name string) (map[string]string, error) {
+	s := &schedulingv1alpha1.Scheduler{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Scheduler %s: %w", name, err)
+	}
+	out := map[string]string{}
+	for _, m := range s.Status.Profiles {
+		out[m.SchedulerName] = m.Name
+	}
+	return out, nil
+}
+
+// configMapOf is the ConfigMap a scheduler pod spec mounts its configuration from.
+func configMapOf(spec *corev1.PodSpec) string {
+	for _, v := range spec.Volumes {
+		if v.Name == configVolume && v.ConfigMap != nil {
+			return v.ConfigMap.Name
+		}
+	}
+	return ""
+}
+
+// namesIn are the scheduler names of the configuration in a ConfigMap of the operator's
+// namespace; none when it is gone (a pod that mounts a missing ConfigMap does not start).
+func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name string) ([]string, error) {
+	key := client.ObjectKey{Namespace: r.settings.namespace, Name: name}
+	configNames.mu.Lock()
+	names, ok := configNames.byName[key]
+	configNames.mu.Unlock()
+	if ok {
+		return names, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := reader.Get(ctx, key, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading ConfigMap %s: %w", name, err)
+	}
+	profiles, err := profile.ProfilesIn([]byte(cm.Data[configFileKey]))
+	if err != nil {
+		return nil, err
+	}
+	for n := range profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	configNames.mu.Lock()
+	if len(configNames.byName) >= maxConfigNames {
+		clear(configNames.byName)
+	}
+	configNames.byName[key] = names
+	configNames.mu.Unlock()
+	return names, nil
+}
+
+// stopServing scales a profile's own scheduler to no replicas when it serves a scheduler name
+// that another profile keeps, since two schedulers must never serve one name; the next pass that
+// gives it the name applies its replicas again. A profile refused a name it does not serve yet
+// keeps running what it runs (under its old name): nothing it served is lost.
+func (r *processObjects) stopServing(ctx context.Context, proc *process, obs *observation, served servedNames) error {
+	d := obs.deployment
+	if d == nil || !metav1.IsControlledBy(d, proc.owner) || replicas(d.Spec.Replicas) == 0 ||
+		!slices.Contains(served[obs.schedulerName], proc.owner.GetName()) {
+		return nil
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To[int32](0)
+	if err := r.client.Patch(ctx, d, patch, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("scaling down the scheduler of a name another profile keeps: %w", err)
+	}
+	obs.stoppedServing = true
+	log.FromContext(ctx).Info("Scaled down a scheduler that served a name another profile keeps", "schedulerName", obs.schedulerName, "owner", obs.conflictWith)
+	return nil
+}
+
+// enqueueWaitingForNames enqueues, on an event of a scheduler pod or Deployment, what the profiles
+// waiting for a scheduler name (ConfigValid=False, SchedulerNameConflict) need reconciled: the
+// name they wait for may be free now that a scheduler stopped serving it. request maps a waiting
+// profile to its request, if any.
+func enqueueWaitingForNames(c client.Reader, request func(*schedulingv1alpha1.SchedulerProfile) (string, bool)) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		if obj.GetLabels()[labelManagedBy] != FieldManager {
+			return nil
+		}
+		var list schedulingv1alpha1.SchedulerProfileList
+		if err := c.List(ctx, &list); err != nil {
+			log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			p := &list.Items[i]
+			c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
+			if c == nil || c.Reason != schedulingv1alpha1.ReasonSchedulerNameConflict {
+				continue
+			}
+			if name, ok := request(p); ok && !slices.ContainsFunc(reqs, func(r reconcile.Request) bool { return r.Name == name }) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+			}
+		}
+		return reqs
+	})
+}
+
+// waitingProfile is the request of a profile waiting for a scheduler name: its own.
+func waitingProfile(p *schedulingv1alpha1.SchedulerProfile) (string, bool) { return p.Name, true }
+
+// waitingScheduler is the request of a member waiting for a scheduler name: its Scheduler's, which
+// serves it.
+func waitingScheduler(p *schedulingv1alpha1.SchedulerProfile) (string, bool) {
+	return p.Spec.SchedulerRef.Name, p.Spec.SchedulerRef.Name != ""
+}

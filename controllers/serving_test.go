@@ -1,0 +1,161 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+func TestNameOwner(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	aged := func(name, schedulerName string, age int) schedulingv1alpha1.SchedulerProfile {
+		p := testutil.MakeProfile(name).SchedulerName(schedulerName).Obj()
+		p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Duration(age) * time.Hour))
+		return *p
+	}
+	deleting := func(p schedulingv1alpha1.SchedulerProfile) schedulingv1alpha1.SchedulerProfile {
+		p.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+		return p
+	}
+	cases := []struct {
+		name       string
+		p          string
+		all        []schedulingv1alpha1.SchedulerProfile
+		served     servedNames
+		wantOwner  string
+		wantServed bool
+	}{{
+		name: "nobody serves it, p is the oldest to ask",
+		p:    "old",
+		all:  []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
+	}, {
+		name:      "nobody serves it, an older profile asks too",
+		p:         "young",
+		all:       []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
+		wantOwner: "old",
+	}, {
+		name:       "an older profile renames onto a name a younger one serves",
+		p:          "old",
+		all:        []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
+		served:     servedNames{"n": {"young"}},
+		wantOwner:  "young",
+		wantServed: true,
+	}, {
+		name:   "the younger profile that serves it keeps it",
+		p:      "young",
+		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
+		served: servedNames{"n": {"young"}},
+	}, {
+		name:       "a profile renamed away still serves the name until its rollout is done",
+		p:          "other",
+		all:        []schedulingv1alpha1.SchedulerProfile{aged("renamed", "m", 2), aged("other", "n", 1)},
+		served:     servedNames{"n": {"renamed"}, "m": {"renamed"}},
+		wantOwner:  "renamed",
+		wantServed: true,
+	}, {
+		name:       "a profile being deleted serves it until its pods are gone",
+		p:          "young",
+		all:        []schedulingv1alpha1.SchedulerProfile{deleting(aged("old", "n", 2)), aged("young", "n", 1)},
+		served:     servedNames{"n": {"old"}},
+		wantOwner:  "old",
+		wantServed: true,
+	}, {
+		name:       "a deleted profile's pods still serve it",
+		p:          "young",
+		all:        []schedulingv1alpha1.SchedulerProfile{aged("young", "n", 1)},
+		served:     servedNames{"n": {"gone"}},
+		wantOwner:  "gone",
+		wantServed: true,
+	}, {
+		name: "a profile being deleted that serves nothing does not claim",
+		p:    "young",
+		all:  []schedulingv1alpha1.SchedulerProfile{deleting(aged("old", "n", 2)), aged("young", "n", 1)},
+	}, {
+		name:       "two serve it (a cluster from before the rule): the younger yields",
+		p:          "young",
+		all:        []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
+		served:     servedNames{"n": {"old", "young"}},
+		wantOwner:  "old",
+		wantServed: true,
+	}, {
+		name:   "two serve it: the older keeps it",
+		p:      "old",
+		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
+		served: servedNames{"n": {"old", "young"}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var p *schedulingv1alpha1.SchedulerProfile
+			for i := range tc.all {
+				if tc.all[i].Name == tc.p {
+					p = &tc.all[i]
+				}
+			}
+			owner, served := nameOwner(p, tc.all, "n", tc.served)
+			if owner != tc.wantOwner || served != tc.wantServed {
+				t.Errorf("nameOwner = %q, %v; want %q, %v", owner, served, tc.wantOwner, tc.wantServed)
+			}
+		})
+	}
+}
+
+func TestServedNamesIndex(t *testing.T) {
+	config := func(name string, schedulerNames ...string) *corev1.ConfigMap {
+		data := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+		for _, n := range schedulerNames {
+			data += "- schedulerName: " + n + "\n"
+		}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{configFileKey: data}}
+	}
+	mounting := func(cm string) corev1.PodSpec {
+		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
+	}
+	managed := func(ownerLabel, owner string) map[string]string {
+		return map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, ownerLabel: owner}
+	}
+	deployment := func(name string, labels map[string]string, n int32, cm string) *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name, Labels: labels},
+			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(n), Template: corev1.PodTemplateSpec{Spec: mounting(cm)}},
+		}
+	}
+	pod := func(name string, labels map[string]string, cm string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name, Labels: labels},
+			Spec: mounting(cm), Status: corev1.PodStatus{Phase: phase}}
+	}
+	shared := testutil.MakeScheduler("shared").Obj()
+	shared.Status.Profiles = []schedulingv1alpha1.SchedulerMember{{Name: "px", SchedulerName: "sx"}, {Name: "py", SchedulerName: "sy"}}
+	objs := []client.Object{
+		config("a-config-1", "a"), config("a-config-0", "a-old"), config("b-config-1", "b"), config("shared.config-1", "sx", "sy"),
+		// a's rollout from a-old to a is under way: the old pod still runs.
+		deployment("a-scheduler", managed(LabelProfile, "a"), 1, "a-config-1"),
+		pod("a-old-pod", managed(LabelProfile, "a"), "a-config-0", corev1.PodRunning),
+		// b is scaled down and its last pod has finished: it serves nothing.
+		deployment("b-scheduler", managed(LabelProfile, "b"), 0, "b-config-1"),
+		pod("b-pod", managed(LabelProfile, "b"), "b-config-1", corev1.PodSucceeded),
+		// a deleted profile's pod, not yet collected, mounting a ConfigMap already gone.
+		pod("c-pod", managed(LabelProfile, "c"), "c-config-1", corev1.PodRunning),
+		deployment("shared.scheduler", managed(LabelScheduler, "shared"), 2, "shared.config-1"),
+		shared,
+	}
+	r := fakeObjects(objs...)
+	got, err := r.servedNamesIndex(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := servedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("served names (-want +got):\n%s", diff)
+	}
+}

@@ -433,4 +433,3 @@ func TestControllerRenameOntoServedName(t *testing.T) {
 		t.Errorf("The configuration of %s serves %v, want only %s", older, entries, taken)
 	}
 }
-

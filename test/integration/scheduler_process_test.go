@@ -54,8 +54,8 @@ func (p *schedulerProcess) checkRunning() error {
 
 // startScheduler runs the scheduler binary with configPath (and args, if any) until the test ends
 // and waits until it reports ready, which means its informers have synced (with leader election
-// on, it may not hold the lease yet). Its output goes to a file that is printed when the test fails; the process is
-// killed and reaped in t.Cleanup.
+// on, it may not hold the lease yet). Its output goes to a file that is printed when the test
+// fails; the process is killed and reaped in t.Cleanup.
 func startScheduler(t *testing.T, binary, configPath string, args ...string) *schedulerProcess {
 	t.Helper()
 	dir := t.TempDir() // before the cleanups below, so that it is removed after them

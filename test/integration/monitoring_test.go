@@ -80,9 +80,9 @@ func missingSeries(body string, want []string) []string {
 // and the dashboard are checked against, to what the binaries export: it runs the operator with
 // its webhook and scrapes it after it reconciled a valid and an invalid profile and reviewed one;
 // it runs bin/kube-scheduler with leader election and scrapes it after it scheduled one pod and
-// found another unschedulable. Each listed metric must have a series in its scrape; the rollback
-// counter, which has none before a rollback, must be registered in the registry the operator
-// serves.
+// found another unschedulable. Each listed metric must have a series in its scrape, with the label
+// values the queries select on; the rollback counter, which has none before a rollback, must be
+// registered in the registry the operator serves.
 func TestMonitoringMetricsAreExported(t *testing.T) {
 	want := readExportedMetrics(t)
 	ctx := t.Context()
@@ -121,16 +121,32 @@ func TestMonitoringMetricsAreExported(t *testing.T) {
 		})
 
 		metricsURL := fmt.Sprintf("http://%s/metrics", opts.MetricsBindAddress)
+		var body string
 		testutil.Eventually(t, reconcileTimeout, "the operator's metrics to have every listed series", func(ctx context.Context) error {
-			status, body, err := scrape(ctx, metricsURL, "")
+			status, b, err := scrape(ctx, metricsURL, "")
 			if err != nil || status != http.StatusOK {
 				return fmt.Errorf("HTTP %d: %v", status, err)
 			}
+			body = b
 			if missing := missingSeries(body, want["operator"]); len(missing) > 0 {
 				return fmt.Errorf("no series of %v", missing)
 			}
 			return nil
 		})
+		// The label values the alerts and the dashboard select on.
+		for _, re := range []string{
+			`schedops_schedulerprofile_condition\{condition="ConfigValid",profile="` + invalid.Name + `",status="False"\} 1`,
+			`controller_runtime_reconcile_total\{controller="schedulerprofile",result="success"\} `,
+			`controller_runtime_reconcile_errors_total\{controller="scheduler"\} `,
+			`controller_runtime_webhook_requests_total\{code="200",webhook="` + profileWebhookPath + `"\} `,
+			// 1s, the threshold of SchedOpsWebhookSlow, is a bucket boundary.
+			`controller_runtime_webhook_latency_seconds_bucket\{webhook="` + profileWebhookPath + `",le="1"\} `,
+			`workqueue_depth\{[^}]*name="schedulerprofile"[^}]*\} `,
+		} {
+			if !regexp.MustCompile(`(?m)^` + re).MatchString(body) {
+				t.Errorf("The operator's scrape has no line matching %s", re)
+			}
+		}
 		for _, name := range want["operator-registered"] {
 			// Registering a second collector of a name fails when the registry has one.
 			probe := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: "probe"})

@@ -410,10 +410,12 @@ type SchedulerSettings struct {
 	LogVerbosity *int32 `json:"logVerbosity,omitempty"`
 
 	// rolloutDeadlineSeconds is how long a new revision of the scheduler may take to become
-	// available. Past it, or as soon as a new pod fails in a way that stays (CrashLoopBackOff, an
-	// image that cannot be pulled, no node to run on), the operator returns the Deployment to the
-	// last revision that ran available and reports Degraded, reason RolloutFailed. 30 to 3600;
-	// defaults to 180.
+	// available, from when the operator applied it (a revert to a revision that ran before gets
+	// a deadline of its own). Past it, or once a new pod's failure has persisted past the
+	// operator's thresholds (by default: no node to run on for 60 s, an image that cannot be
+	// pulled for 60 s, CrashLoopBackOff after 3 restarts), the operator returns the Deployment to
+	// the last revision that ran available and reports Degraded, reason RolloutFailed. 30 to
+	// 3600; defaults to the operator's --rollout-deadline, 180 s.
 	// +optional
 	// +kubebuilder:validation:Minimum=30
 	// +kubebuilder:validation:Maximum=3600

@@ -70,6 +70,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.StringVar(&wh.ServiceName, "webhook-service-name", controllers.DefaultWebhookServiceName, "The Service, in the operator's namespace, that the certificate is issued for.")
 	fs.DurationVar(&opts.Rollout.Deadline, "rollout-deadline", controllers.DefaultRolloutDeadline, "How long a new scheduler revision may take to become available, from when the operator applied it, before it is rolled back; for owners that set no rolloutDeadlineSeconds.")
 	fs.DurationVar(&opts.Rollout.Unschedulable, "rollout-unschedulable-timeout", controllers.DefaultUnschedulableTimeout, "How long a new scheduler pod may stay Unschedulable (a preemption, a node being added) before its rollout is rolled back.")
+	fs.IntVar(&opts.UpgradeMaxInFlight, "upgrade-max-in-flight", controllers.DefaultUpgradeMaxInFlight, "How many scheduler Deployments a new scheduler image (an operator upgrade or downgrade) rolls at a time, in the order of their names, the next once those are available; the first rollback stops it. Users' own changes are not paced.")
 	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
 	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
 	zapOpts := &zap.Options{}
@@ -81,6 +82,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 		return opts, nil, fmt.Errorf("--rollout-crash-loop-restarts must be a positive number, not %d", *crashLoopRestarts)
 	}
 	opts.Rollout.CrashLoopRestarts = int32(*crashLoopRestarts)
+	if opts.UpgradeMaxInFlight < 1 {
+		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
+	}
 	if *enableWebhook {
 		wh.CertRotation = !*disableRotation
 		opts.Webhook = &wh

@@ -69,6 +69,16 @@ func TestManagerOptions(t *testing.T) {
 				Rollout: controllers.RolloutThresholds{Deadline: 10 * time.Minute, Unschedulable: 2 * time.Minute, StartError: 90 * time.Second, CrashLoopRestarts: 5},
 			},
 		},
+		{
+			name: "upgrade pacing",
+			args: []string{"--upgrade-max-in-flight=3"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				UpgradeMaxInFlight: 3,
+			},
+		},
+		{name: "no upgrade pacing", args: []string{"--upgrade-max-in-flight=0"}, env: env, wantErr: "--upgrade-max-in-flight must be a positive number"},
 		{name: "no crash loop restarts", args: []string{"--rollout-crash-loop-restarts=0"}, env: env, wantErr: "--rollout-crash-loop-restarts must be a positive number"},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
 		{name: "no scheduler image", env: map[string]string{"OPERATOR_NAMESPACE": "ops"}, wantErr: "RELATED_IMAGE_SCHEDULER must name"},
@@ -91,6 +101,9 @@ func TestManagerOptions(t *testing.T) {
 					Deadline: controllers.DefaultRolloutDeadline, Unschedulable: controllers.DefaultUnschedulableTimeout,
 					StartError: controllers.DefaultStartErrorTimeout, CrashLoopRestarts: controllers.DefaultCrashLoopRestarts,
 				}
+			}
+			if tc.want.UpgradeMaxInFlight == 0 {
+				tc.want.UpgradeMaxInFlight = controllers.DefaultUpgradeMaxInFlight
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)

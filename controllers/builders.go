@@ -39,12 +39,14 @@ var defaultRequests = corev1.ResourceList{
 
 // Where the scheduler container finds its configuration and serves its health checks.
 const (
-	configVolume   = "config"
-	configDir      = "/etc/kubernetes/scheduler"
-	configFileKey  = "config.yaml"
-	tmpVolume      = "tmp"
-	securePort     = 10259
-	securePortName = "https"
+	configVolume = "config"
+	// schedulerContainer is the name of the scheduler's container.
+	schedulerContainer = "kube-scheduler"
+	configDir          = "/etc/kubernetes/scheduler"
+	configFileKey      = "config.yaml"
+	tmpVolume          = "tmp"
+	securePort         = 10259
+	securePortName     = "https"
 )
 
 // keptConfigMaps is how many ConfigMaps no ReplicaSet uses are kept for rollbacks; it is also the
@@ -198,7 +200,7 @@ func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMo
 		rr.WithLimits(resources.Limits)
 	}
 	return corev1ac.Container().
-		WithName("kube-scheduler").
+		WithName(schedulerContainer).
 		WithImage(s.image).
 		WithCommand("/kube-scheduler").
 		WithArgs(schedulerArgs(proc)...).

@@ -30,6 +30,10 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 		r.recorder.Eventf(after, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s",
 			meta.FindStatusCondition(after.Status.Conditions, schedulingv1alpha1.ConditionDegraded).Message)
 	}
+	if c, ok := upgradeStopped(before.Status.Conditions, after.Status.Conditions); ok {
+		upgradeStops.WithLabelValues("SchedulerProfile", after.Name).Inc()
+		r.recorder.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
+	}
 	if rolloutStarted(before, after) {
 		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)

@@ -41,6 +41,9 @@ type ManagerOptions struct {
 	// Rollout decides when a scheduler rollout has failed for good and is rolled back; zero
 	// fields take the defaults (DefaultRolloutDeadline and the others).
 	Rollout RolloutThresholds
+	// UpgradeMaxInFlight is how many schedulers a change of SchedulerImage (an operator upgrade
+	// or downgrade) rolls at a time; 0 is DefaultUpgradeMaxInFlight. Users' changes are not paced.
+	UpgradeMaxInFlight int
 }
 
 // NewScheme knows the types the operator reads and writes: client-go's and SchedulerProfiles.
@@ -86,12 +89,12 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		d = withServerVersion(apis, o.ServerVersion)
 	}
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
-	reconciler.rollout = o.Rollout
+	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
 	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
-	schedulers.rollout = o.Rollout
+	schedulers.rollout, schedulers.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}

@@ -28,10 +28,14 @@ var (
 		Name: "schedops_rollouts_started_total",
 		Help: "Rollouts of a new scheduler configuration.",
 	}, []string{"profile"})
+	upgradeStops = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedops_upgrade_stops_total",
+		Help: "Times a scheduler was held on its image because the operator's new scheduler image was rolled back on another scheduler, which stopped the upgrade.",
+	}, []string{"kind", "name"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops)
 }
 
 // recordMetrics exports the profile's conditions and counts what the pass did.

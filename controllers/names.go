@@ -25,6 +25,10 @@ const (
 	// stays, so it survives a restart of the operator; a revert to a template that ran before gets
 	// a new one, unlike the ReplicaSet the Deployment reuses for it.
 	AnnotationRevisionAppliedAt = "scheduling.schedops.io/revision-applied-at"
+	// AnnotationImageRolledBack is the scheduler image that a rollback of the Deployment returned
+	// from, on the Deployment: while the operator's scheduler image is that one, the wave of its
+	// upgrade is stopped, and the other schedulers stay on the image that works.
+	AnnotationImageRolledBack = "scheduling.schedops.io/image-rolled-back"
 	// AnnotationExtenderSecretsHash is the content hash of the extenders' TLS Secrets on the
 	// scheduler's pod template: a rotated certificate rolls the scheduler, while the
 	// configuration and its ConfigMap stay the same.

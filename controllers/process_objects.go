@@ -36,6 +36,9 @@ type processObjects struct {
 	apis *servedAPIs
 	// rollout decides when a rollout has failed for good; zero fields take the defaults.
 	rollout RolloutThresholds
+	// upgradeMaxInFlight is how many schedulers a change of the operator's scheduler image
+	// rolls at a time (planUpgrade); 0 is DefaultUpgradeMaxInFlight.
+	upgradeMaxInFlight int
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer
@@ -46,13 +49,17 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	if err != nil {
 		return nil, st, err
 	}
-	objs := r.desiredObjects(proc, cfg)
+	if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil {
+		return nil, st, err
+	}
+	objs := r.desiredObjects(proc, cfg, st.upgrade.image)
 	last := len(objs) - 1
 	desired := objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration)
 	stampApplied(desired, live, time.Now())
+	carryImageRollback(desired, live, r.settings.image)
 	revision := desired.Spec.Template.Annotations[AnnotationRevision]
 	if revision == st.failed {
-		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live)
+		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, desiredImageOf(desired))
 		if err != nil {
 			return nil, st, err
 		}
@@ -82,7 +89,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		return d, st, err
 	}
 	// The rollout of this revision failed just now: return to the last available one at once.
-	rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, d)
+	rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, d, desiredImageOf(desired))
 	if err != nil || rollback == nil {
 		return d, st, err
 	}
@@ -94,9 +101,10 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 }
 
 // desiredObjects are the objects of a process with a valid configuration, the ConfigMap before
-// the Deployment that mounts it.
-func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config) []owned {
+// the Deployment that mounts it, whose scheduler runs image.
+func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, image string) []owned {
 	s := r.settings
+	s.image = image
 	objs := []owned{
 		newOwned(proc, buildServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
 		newOwned(proc, buildClusterRoleBinding(proc, s, kubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
@@ -304,7 +312,9 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 // rollbackDeployment is the Deployment of a process returned to an earlier revision, with the pod
 // template of that revision's ReplicaSet and the time it was applied (that of live while live
 // runs it); nil when the ReplicaSet is gone.
-func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment) (*owned, error) {
+// failedImage is the image of the revision rolled back from; a rollback to another image stops
+// the upgrade wave of that image (markImageRollback).
+func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (*owned, error) {
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())); err != nil {
 		return nil, fmt.Errorf("listing ReplicaSets: %w", err)
@@ -315,6 +325,7 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 	}
 	d := deploymentWith(proc, r.settings, rollbackTemplate(rs))
 	stampApplied(d, live, time.Now())
+	markImageRollback(d, failedImage)
 	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
 	return &o, nil
 }

@@ -252,6 +252,8 @@ type rolloutState struct {
 	// recheckAfter is when to look at a rollout in progress again, for a threshold or its
 	// deadline; not kept.
 	recheckAfter time.Duration
+	// upgrade is what the wave of the operator's scheduler image said in this pass; not kept.
+	upgrade upgradeStep
 }
 
 // rolloutStateOf reads what a status remembers of the rollouts.

@@ -318,7 +318,7 @@ func TestRolloutTransitions(t *testing.T) {
 				t.Errorf("judges = %t, want %t", got, tc.judged)
 			}
 			got := tc.from.next(tc.obs)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(rolloutState{})); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(rolloutState{}, upgradeStep{})); diff != "" {
 				t.Errorf("next (-want +got):\n%s", diff)
 			}
 		})

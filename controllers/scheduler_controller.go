@@ -58,6 +58,8 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A member waiting for a scheduler name gets it when the scheduler that serves it stops.
 		Watches(&corev1.Pod{}, enqueueWaitingForNames(r.client, waitingScheduler)).
 		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingScheduler)).
+		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
+		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelScheduler)).
 		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
 		Complete(r)
@@ -127,6 +129,10 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		if obs.skew.refused != "" && obs.skew.refused != degradedMessage(before, schedulingv1alpha1.ReasonVersionSkew) {
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonVersionSkew, actionRollout, "%s", obs.skew.refused)
+		}
+		if c, ok := upgradeStopped(before.Status.Conditions, s.Status.Conditions); ok {
+			upgradeStops.WithLabelValues("Scheduler", s.Name).Inc()
+			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
 		}
 		if s.Status.FailedRevision != "" && s.Status.FailedRevision != before.Status.FailedRevision {
 			rollbacks.WithLabelValues("Scheduler", s.Name).Inc()
@@ -241,6 +247,7 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 		set(schedulingv1alpha1.ConditionAvailable, status, reason, message)
 	}
 	status, reason, message := progress(obs.deployment, st.ConfigHash, st.ConfigMapName)
+	status, reason, message = upgradeProgress(obs.rollout.upgrade, status, reason, message)
 	set(schedulingv1alpha1.ConditionProgressing, status, reason, message)
 	switch {
 	case obs.apiMissing != "":

@@ -82,6 +82,8 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A profile waiting for a scheduler name gets it when the scheduler that serves it stops.
 		Watches(&corev1.Pod{}, enqueueWaitingForNames(r.client, waitingProfile)).
 		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingProfile)).
+		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
+		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelProfile)).
 		Complete(r)
 }
 
@@ -271,6 +273,9 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
+		return err
+	}
+	if obs.rollout.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil {
 		return err
 	}
 	if s.DeletionTimestamp != nil {

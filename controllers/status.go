@@ -100,7 +100,22 @@ func availability(d *appsv1.Deployment) (metav1.ConditionStatus, string, string)
 
 func setProgressingCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	status, reason, message := progress(obs.deployment, p.Status.ConfigHash, p.Status.ConfigMapName)
+	status, reason, message = upgradeProgress(obs.rollout.upgrade, status, reason, message)
 	setCondition(p, schedulingv1alpha1.ConditionProgressing, status, reason, message)
+}
+
+// upgradeProgress is the Progressing condition of a process whose configuration rolled out while
+// the wave of the operator's new scheduler image holds it: waiting for its turn is progress to
+// come; a stopped wave is not.
+func upgradeProgress(step upgradeStep, status metav1.ConditionStatus, reason, message string) (metav1.ConditionStatus, string, string) {
+	switch {
+	case step.held == "" || reason != schedulingv1alpha1.ReasonRolloutComplete:
+		return status, reason, message
+	case step.stopped:
+		return metav1.ConditionFalse, schedulingv1alpha1.ReasonUpgradeStopped, step.held
+	default:
+		return metav1.ConditionTrue, schedulingv1alpha1.ReasonUpgradeWaiting, step.held
+	}
 }
 
 // progress is the Progressing condition of a process from its Deployment and the configuration

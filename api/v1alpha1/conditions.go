@@ -61,6 +61,12 @@ const (
 	ReasonRollingOut = "RollingOut"
 	// ReasonRolloutComplete means every replica runs the latest configuration.
 	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonUpgradeWaiting means the operator's scheduler image changed (an operator upgrade or
+	// downgrade) and this scheduler waits for its turn: a few schedulers move at a time.
+	ReasonUpgradeWaiting = "UpgradeWaiting"
+	// ReasonUpgradeStopped means the operator's new scheduler image was rolled back on another
+	// scheduler, so the upgrade stopped and this scheduler stays on the image that works.
+	ReasonUpgradeStopped = "UpgradeStopped"
 )
 
 // Reasons of the Degraded condition.

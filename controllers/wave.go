@@ -1,0 +1,206 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// DefaultUpgradeMaxInFlight is how many schedulers an operator upgrade rolls to its new
+// scheduler image at a time.
+const DefaultUpgradeMaxInFlight = 1
+
+// upgradeStep is what the wave of an operator's new scheduler image says of one scheduler.
+type upgradeStep struct {
+	// image is the image the scheduler's pod template names in this pass.
+	image string
+	// held says why the scheduler stays on its image, while the operator has another one;
+	// empty when it is not held.
+	held string
+	// stopped is set when the wave stopped: the new image was rolled back on a scheduler.
+	stopped bool
+}
+
+// waveMember is one scheduler Deployment as the wave sees it.
+type waveMember struct {
+	name      string
+	image     string
+	available bool
+	// moves is set when the Deployment's owner is reconciled into a new template: it exists, is
+	// not being deleted, and (a profile) has a valid configuration. One that does not move neither
+	// waits for a turn nor holds one, or it would hold up the wave for good.
+	moves bool
+	// rolledBack is the image a rollback of this scheduler returned from, if any.
+	rolledBack string
+}
+
+// planUpgrade decides the image of one scheduler (self, a Deployment name) during a change of the
+// operator's scheduler image to image: a change the operator makes to every template, not a
+// user's. The schedulers move a few at a time (maxInFlight), in the order of their Deployment
+// names, the next only once those on the new image are available on it; the first rollback from
+// the new image stops the wave and the rest stay on the image that works. A downgrade is the same
+// wave towards the older image. It reads no cluster: the members are an input.
+func planUpgrade(self string, image string, members []waveMember, maxInFlight int) upgradeStep {
+	i := slices.IndexFunc(members, func(m waveMember) bool { return m.name == self })
+	if i < 0 || members[i].image == "" || members[i].image == image {
+		return upgradeStep{image: image}
+	}
+	current := members[i].image
+	for _, m := range members {
+		if m.rolledBack == image {
+			return upgradeStep{image: current, stopped: true, held: fmt.Sprintf(
+				"the operator's scheduler image %s was rolled back on Deployment %s, so the upgrade stopped: this scheduler stays on %s until the operator's image changes", image, m.name, current)}
+		}
+	}
+	inFlight := 0
+	var pending []string
+	for _, m := range members {
+		switch {
+		case !m.moves && m.name != self:
+		case m.image == image && !m.available:
+			inFlight++
+		case m.image != image:
+			pending = append(pending, m.name)
+		}
+	}
+	slices.Sort(pending)
+	slots := max(maxInFlight, 1) - inFlight
+	if pos := slices.Index(pending, self); pos >= 0 && pos < slots {
+		return upgradeStep{image: image}
+	}
+	return upgradeStep{image: current, held: fmt.Sprintf(
+		"waiting for its turn to move from %s to the operator's scheduler image %s: %d scheduler(s) at a time, %d rolling out now, %d waiting",
+		current, image, max(maxInFlight, 1), inFlight, len(pending))}
+}
+
+// upgradeStepOf reads the scheduler Deployments of the operator's namespace and plans the image
+// of the process's Deployment.
+func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgradeStep, error) {
+	var list appsv1.DeploymentList
+	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace),
+		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {
+		return upgradeStep{}, fmt.Errorf("listing scheduler Deployments: %w", err)
+	}
+	moving, err := r.movingOwners(ctx)
+	if err != nil {
+		return upgradeStep{}, err
+	}
+	members := make([]waveMember, 0, len(list.Items))
+	for i := range list.Items {
+		d := &list.Items[i]
+		members = append(members, waveMember{
+			name: d.Name, image: schedulerImageOf(d), available: deploymentAvailable(d),
+			moves:      moving[LabelProfile][d.Labels[LabelProfile]] || moving[LabelScheduler][d.Labels[LabelScheduler]],
+			rolledBack: d.Annotations[AnnotationImageRolledBack],
+		})
+	}
+	return planUpgrade(proc.names.deployment(), r.settings.image, members, r.upgradeMaxInFlight), nil
+}
+
+// movingOwners are the owners whose scheduler Deployment a pass rolls to a new template, by
+// owner label and name: the dedicated profiles with a valid configuration and the Schedulers,
+// none being deleted.
+func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[string]bool, error) {
+	var profiles schedulingv1alpha1.SchedulerProfileList
+	if err := r.client.List(ctx, &profiles); err != nil {
+		return nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
+	}
+	var schedulers schedulingv1alpha1.SchedulerList
+	if err := r.client.List(ctx, &schedulers); err != nil {
+		return nil, fmt.Errorf("listing Schedulers: %w", err)
+	}
+	out := map[string]map[string]bool{LabelProfile: {}, LabelScheduler: {}}
+	for _, p := range profiles.Items {
+		valid := !meta.IsStatusConditionFalse(p.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
+		out[LabelProfile][p.Name] = p.DeletionTimestamp == nil && p.Spec.SchedulerRef.Name == "" && valid
+	}
+	for _, s := range schedulers.Items {
+		out[LabelScheduler][s.Name] = s.DeletionTimestamp == nil
+	}
+	return out, nil
+}
+
+// schedulerImageOf is the image of the scheduler container of a Deployment's template.
+func schedulerImageOf(d *appsv1.Deployment) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == schedulerContainer {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+// desiredImageOf is the image of the scheduler container of a desired Deployment.
+func desiredImageOf(d *appsv1ac.DeploymentApplyConfiguration) string {
+	if d == nil || d.Spec == nil || d.Spec.Template == nil || d.Spec.Template.Spec == nil {
+		return ""
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != nil && *c.Name == schedulerContainer && c.Image != nil {
+			return *c.Image
+		}
+	}
+	return ""
+}
+
+// markImageRollback records on a rollback's Deployment the image it returns from, when the rollback
+// changes the image: the wave of that image stops. The mark stays while the operator's image is
+// that one (carryImageRollback), and goes with the next apply once the operator's image changes.
+func markImageRollback(rollback *appsv1ac.DeploymentApplyConfiguration, failedImage string) {
+	if failedImage != "" && failedImage != desiredImageOf(rollback) {
+		rollback.WithAnnotations(map[string]string{AnnotationImageRolledBack: failedImage})
+	}
+}
+
+// carryImageRollback keeps the mark of a rollback from the operator's current image on the
+// Deployment, so that the wave of that image stays stopped.
+func carryImageRollback(desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment, image string) {
+	if live != nil && live.Annotations[AnnotationImageRolledBack] == image {
+		desired.WithAnnotations(map[string]string{AnnotationImageRolledBack: image})
+	}
+}
+
+// enqueueHeldSchedulers enqueues, on an event of a scheduler Deployment, the owners of ownerLabel
+// whose Deployment is not on the operator's image: one may have its turn now.
+func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		if obj.GetLabels()[labelManagedBy] != FieldManager {
+			return nil
+		}
+		var list appsv1.DeploymentList
+		if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace), client.HasLabels{ownerLabel},
+			client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {
+			log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
+			return nil
+		}
+		var reqs []reconcile.Request
+		for i := range list.Items {
+			if d := &list.Items[i]; schedulerImageOf(d) != r.settings.image {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: d.Labels[ownerLabel]}})
+			}
+		}
+		return reqs
+	})
+}
+
+// upgradeStopped returns the Progressing condition of after when it newly says that the
+// upgrade wave stopped: the transition that an event and schedops_upgrade_stops_total announce.
+func upgradeStopped(before, after []metav1.Condition) (*metav1.Condition, bool) {
+	a := meta.FindStatusCondition(after, schedulingv1alpha1.ConditionProgressing)
+	if a == nil || a.Reason != schedulingv1alpha1.ReasonUpgradeStopped {
+		return nil, false
+	}
+	b := meta.FindStatusCondition(before, schedulingv1alpha1.ConditionProgressing)
+	return a, b == nil || b.Reason != schedulingv1alpha1.ReasonUpgradeStopped
+}

@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPlanUpgrade(t *testing.T) {
+	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
+	on := func(name, image string, available bool) waveMember {
+		return waveMember{name: name, image: image, available: available, moves: true}
+	}
+	cases := []struct {
+		name        string
+		self        string
+		members     []waveMember
+		maxInFlight int
+		wantImage   string
+		// wantHeld is a part of the held message; empty when not held.
+		wantHeld    string
+		wantStopped bool
+	}{{
+		name:      "already on the operator's image",
+		self:      "a",
+		members:   []waveMember{on("a", v2, false), on("b", v1, true)},
+		wantImage: v2,
+	}, {
+		name:      "a new scheduler starts on the operator's image",
+		self:      "new",
+		members:   []waveMember{on("a", v1, true)},
+		wantImage: v2,
+	}, {
+		name:      "the first in name order goes first",
+		self:      "a",
+		members:   []waveMember{on("b", v1, true), on("a", v1, true), on("c", v1, true)},
+		wantImage: v2,
+	}, {
+		name:      "the second waits while the first has not moved",
+		self:      "b",
+		members:   []waveMember{on("a", v1, true), on("b", v1, true)},
+		wantImage: v1,
+		wantHeld:  "waiting for its turn to move from example.com/spo:v1 to the operator's scheduler image example.com/spo:v2: 1 scheduler(s) at a time, 0 rolling out now, 2 waiting",
+	}, {
+		name:      "the second waits while the first rolls out",
+		self:      "b",
+		members:   []waveMember{on("a", v2, false), on("b", v1, true)},
+		wantImage: v1,
+		wantHeld:  "1 rolling out now, 1 waiting",
+	}, {
+		name:      "the second goes once the first is available",
+		self:      "b",
+		members:   []waveMember{on("a", v2, true), on("b", v1, true), on("c", v1, true)},
+		wantImage: v2,
+	}, {
+		name:        "two at a time",
+		self:        "b",
+		members:     []waveMember{on("a", v1, true), on("b", v1, true), on("c", v1, true)},
+		maxInFlight: 2,
+		wantImage:   v2,
+	}, {
+		name:        "the third waits while two roll out",
+		self:        "c",
+		members:     []waveMember{on("a", v1, true), on("b", v1, true), on("c", v1, true)},
+		maxInFlight: 2,
+		wantImage:   v1,
+		wantHeld:    "2 scheduler(s) at a time",
+	}, {
+		name:      "a scheduler whose owner does not move holds no turn",
+		self:      "b",
+		members:   []waveMember{{name: "a", image: v1, available: true}, on("b", v1, true)},
+		wantImage: v2,
+	}, {
+		name:      "a scheduler whose owner does not move counts in no flight",
+		self:      "b",
+		members:   []waveMember{{name: "a", image: v2}, on("b", v1, true)},
+		wantImage: v2,
+	}, {
+		name:        "a rollback from the operator's image stops the wave",
+		self:        "b",
+		members:     []waveMember{{name: "a", image: v1, available: true, moves: true, rolledBack: v2}, on("b", v1, true)},
+		wantImage:   v1,
+		wantHeld:    "the operator's scheduler image example.com/spo:v2 was rolled back on Deployment a, so the upgrade stopped: this scheduler stays on example.com/spo:v1",
+		wantStopped: true,
+	}, {
+		name:      "a scheduler already moved stays when the wave stops",
+		self:      "b",
+		members:   []waveMember{{name: "a", image: v1, moves: true, rolledBack: v2}, on("b", v2, true)},
+		wantImage: v2,
+	}, {
+		name:      "a rollback from another image does not stop this wave",
+		self:      "a",
+		members:   []waveMember{{name: "a", image: v1, available: true, moves: true, rolledBack: "example.com/spo:v3"}},
+		wantImage: v2,
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := planUpgrade(tc.self, v2, tc.members, tc.maxInFlight)
+			if got.image != tc.wantImage || got.stopped != tc.wantStopped || (tc.wantHeld == "") != (got.held == "") || !strings.Contains(got.held, tc.wantHeld) {
+				t.Errorf("planUpgrade = %+v; want image %s, stopped %v, held containing %q", got, tc.wantImage, tc.wantStopped, tc.wantHeld)
+			}
+		})
+	}
+}
+
+// TestPlanUpgradeDowngrade: going back to the older image is the same wave.
+func TestPlanUpgradeDowngrade(t *testing.T) {
+	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
+	members := []waveMember{
+		{name: "a", image: v2, available: true, moves: true},
+		{name: "b", image: v2, available: true, moves: true},
+	}
+	if got := planUpgrade("a", v1, members, 1); got.image != v1 {
+		t.Errorf("the first scheduler of a downgrade: %+v", got)
+	}
+	if got := planUpgrade("b", v1, members, 1); got.image != v2 || got.held == "" {
+		t.Errorf("the second scheduler of a downgrade: %+v", got)
+	}
+}

@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
+)
+
+// TestUpgradeWave restarts the operator with new scheduler images, playing the Deployment
+// controller: an image that works rolls the schedulers one at a time in name order, the next only
+// once the last is available (never two in flight); an image whose pods cannot be placed is rolled
+// back on the first, and the others never leave the working image; back to the working image,
+// everything settles without a rollback.
+func TestUpgradeWave(t *testing.T) {
+	k := suiteCluster()
+	k.ensureOperatorNamespace(t)
+	const v1, v2, broken = "example.com/spo:v1", "example.com/spo:v2", "example.com/spo:broken"
+	th := controllers.RolloutThresholds{Unschedulable: testUnschedulable}
+	start := func(image string) *framework.Operator {
+		o := operatorOptions
+		o.SchedulerImage, o.Rollout = image, th
+		return framework.StartOperator(t, k.cfg, o)
+	}
+	prefix := uniqueName("wave")
+	var names []string
+	for _, n := range []string{"a", "b", "c", "d"} {
+		names = append(names, prefix+"-"+n)
+	}
+	op := start(v1)
+	for _, name := range names {
+		k.createProfile(t, testutil.MakeProfile(name).Obj())
+	}
+	for _, name := range names {
+		k.waitForRollout(t, name)
+		k.settle(t, name, "v1")
+	}
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upgrade to an image that works.
+	op = start(v2)
+	for i, name := range names {
+		k.waitForImages(t, names, v2, i+1)
+		testutil.Consistently(t, time.Second, "one scheduler at a time", func(ctx context.Context) error {
+			return k.imagesAre(ctx, names, v2, i+1)
+		})
+		if i+1 < len(names) {
+			k.waitForProgressing(t, names[len(names)-1], schedulingv1alpha1.ReasonUpgradeWaiting)
+		}
+		k.settle(t, name, "v2")
+	}
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Upgrade to an image whose pods cannot be placed: the first is rolled back, the wave stops.
+	op = start(broken)
+	k.waitForImages(t, names, broken, 1)
+	first := k.liveDeployment(t, names[0]+"-scheduler")
+	k.createUnschedulablePod(t, k.createReplicaSet(t, first, "broken"))
+	k.waitForConditions(t, names[0], conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed})
+	k.waitForImages(t, names, broken, 0)
+	k.markDeploymentAvailable(t, first.Name) // the old ReplicaSet's pods run on
+	if got := k.liveDeployment(t, first.Name).Annotations[controllers.AnnotationImageRolledBack]; got != broken {
+		t.Errorf("the rolled-back Deployment is marked %q, want %q", got, broken)
+	}
+	for _, name := range names[1:] {
+		k.waitForProgressing(t, name, schedulingv1alpha1.ReasonUpgradeStopped)
+	}
+	testutil.Consistently(t, 2*time.Second, "the others to stay on the working image", func(ctx context.Context) error {
+		return k.imagesAre(ctx, names, broken, 0)
+	})
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Back to the working image: nothing rolls, nothing is rolled back, the mark goes.
+	start(v2)
+	testutil.Eventually(t, reconcileTimeout, "the mark of the stopped wave to go", func(ctx context.Context) error {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: first.Name}, d); err != nil {
+			return err
+		}
+		if mark, ok := d.Annotations[controllers.AnnotationImageRolledBack]; ok {
+			return fmt.Errorf("still marked %q", mark)
+		}
+		return nil
+	})
+	// The apply that drops the mark gives the Deployment a new generation with the same template
+	// revision (seen here: 4 to 5), which the Deployment controller would observe at once.
+	k.markDeploymentAvailable(t, first.Name)
+	for _, name := range names {
+		k.waitForProgressing(t, name, schedulingv1alpha1.ReasonRolloutComplete)
+		k.waitForImages(t, names, v2, len(names))
+	}
+	for _, name := range names[1:] {
+		if p, err := k.getProfile(t.Context(), name); err != nil || p.Status.FailedRevision != "" {
+			t.Errorf("%s after the wave: %v, failedRevision %q", name, err, p.Status.FailedRevision)
+		}
+	}
+}
+
+// settle plays the Deployment controller for a profile's current template: a ReplicaSet (for a
+// later rollback to find) and every replica available; then waits until the profile records the
+// revision as the last available.
+func (k *cluster) settle(t *testing.T, name, hash string) {
+	t.Helper()
+	d := k.liveDeployment(t, name+"-scheduler")
+	k.createReplicaSet(t, d, hash)
+	k.markDeploymentAvailable(t, d.Name)
+	k.waitForLastAvailable(t, name, d.Spec.Template.Annotations[controllers.AnnotationRevision])
+}
+
+// imagesAre checks that exactly n of the profiles' Deployments run image, the first n in name order.
+func (k *cluster) imagesAre(ctx context.Context, names []string, image string, n int) error {
+	var on []string
+	for _, name := range names {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name + "-scheduler"}, d); err != nil {
+			return err
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if c.Image == image {
+				on = append(on, name)
+			}
+		}
+	}
+	if !slices.Equal(on, names[:n]) {
+		return fmt.Errorf("on %s: %v, want %v", image, on, names[:n])
+	}
+	return nil
+}
+
+func (k *cluster) waitForImages(t *testing.T, names []string, image string, n int) {
+	t.Helper()
+	testutil.Eventually(t, reconcileTimeout, fmt.Sprintf("%d schedulers on %s", n, image), func(ctx context.Context) error {
+		return k.imagesAre(ctx, names, image, n)
+	})
+}
+
+// waitForProgressing waits for the profile's Progressing condition to have reason.
+func (k *cluster) waitForProgressing(t *testing.T, name, reason string) {
+	t.Helper()
+	k.waitForProfile(t, name, "to be Progressing with reason "+reason, func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionProgressing); c == nil || c.Reason != reason {
+			return fmt.Errorf("progressing: %+v", c)
+		}
+		return nil
+	})
+}

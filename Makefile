@@ -157,7 +157,7 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 .PHONY: test
-test: test-unit test-fuzz test-integration test-e2e test-bundle ## Run every test tier.
+test: test-unit test-fuzz test-integration test-e2e test-bundle test-monitoring ## Run every test tier.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: builders, rendering, plugins.

@@ -221,7 +221,7 @@ $(PROMTOOL): hack/tools/promtool/go.mod hack/tools/promtool/go.sum
 	cd hack/tools/promtool && go build -ldflags '-s -w' -o $@ github.com/prometheus/prometheus/cmd/promtool
 
 .PHONY: test-integration
-test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary.
+test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd $(K8SBIN)/kube-controller-manager bin/kube-scheduler ## Integration tests on a real kube-apiserver and etcd (envtest), with the real scheduler binary and, for the garbage collector, kube-controller-manager.
 	KUBEBUILDER_ASSETS=$(K8SBIN) go test ./test/integration/... -count=1 -v -timeout 20m
 
 .PHONY: test-e2e

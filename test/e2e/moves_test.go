@@ -71,12 +71,18 @@ func TestMoveWithoutGap(t *testing.T) {
 	updateScheduler(t, sched, func(s *schedulingv1alpha1.Scheduler) { s.Spec.NodeSelector = nil })
 	applyProfile(t, fmt.Sprintf(`{metadata: {name: %s}, spec: {schedulerRef: {name: %s}}}`, mover, sched))
 	waitServes(t, sched, mover, stay)
+	serving := time.Now() // the runner runs the Scheduler's configuration with the profile
 	testutil.Eventually(t, 60*time.Second, "the profile's own scheduler to be removed", func(ctx context.Context) error {
 		if err := deploymentExists(ctx, own); err == nil {
 			return fmt.Errorf("deployment %s still exists", own)
 		}
+		if n := len(runner.Replicas(own)); n > 0 {
+			return fmt.Errorf("%d processes of %s still run", n, own)
+		}
 		return nil
 	})
+	t.Logf("Both schedulers served %s for at most %s: from the Scheduler running it to the last process of its own stopping",
+		mover, time.Since(serving).Round(10*time.Millisecond))
 	time.Sleep(2 * time.Second)
 	created := stopPods()
 	gap, at := longestGap(bound.wait(t, created))

@@ -3,6 +3,7 @@ package controllers
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,15 +100,57 @@ func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 // They are checked before any Secret is read or profile rendered.
 func (proc *process) settingsErrors() field.ErrorList {
 	errs := profile.ValidateExtenders(proc.extenders, extendersPath)
+	errs = append(errs, affinityErrors(proc.run.Affinity, proc.settingsPath().Child("affinity"))...)
 	return append(errs, profile.CheckGates(proc.run.FeatureGates, proc.gatesPath())...)
+}
+
+// settingsPath is where the owner sets how the process runs, for error messages.
+func (proc *process) settingsPath() *field.Path {
+	if proc.kind == "Scheduler" {
+		return field.NewPath("spec")
+	}
+	return field.NewPath("spec", "scheduler")
 }
 
 // gatesPath is where the owner sets the process's feature gates, for error messages.
 func (proc *process) gatesPath() *field.Path {
-	if proc.kind == "Scheduler" {
-		return field.NewPath("spec", "featureGates")
+	return proc.settingsPath().Child("featureGates")
+}
+
+// affinityErrors refuses pod (anti-)affinity terms of the scheduler pods that reach pods of other
+// namespaces: the operator creates the scheduler pods in its own namespace with more rights than
+// a profile author has, and a required anti-affinity with namespaceSelector {} would keep every
+// other team's pods off a zone's nodes (and let the scheduler pods preempt them). A term without
+// namespaces and namespaceSelector selects pods of the operator's namespace only.
+func affinityErrors(a *corev1.Affinity, path *field.Path) field.ErrorList {
+	if a == nil {
+		return nil
 	}
-	return field.NewPath("spec", "scheduler", "featureGates")
+	var errs field.ErrorList
+	check := func(term corev1.PodAffinityTerm, at *field.Path) {
+		const why = "the scheduler pods' affinity may only select pods of the operator's namespace: leave it out"
+		if term.NamespaceSelector != nil {
+			errs = append(errs, field.Forbidden(at.Child("namespaceSelector"), why))
+		}
+		if len(term.Namespaces) > 0 {
+			errs = append(errs, field.Forbidden(at.Child("namespaces"), why))
+		}
+	}
+	terms := func(required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm, at *field.Path) {
+		for i, term := range required {
+			check(term, at.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i))
+		}
+		for i, term := range preferred {
+			check(term.PodAffinityTerm, at.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i).Child("podAffinityTerm"))
+		}
+	}
+	if pa := a.PodAffinity; pa != nil {
+		terms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, path.Child("podAffinity"))
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		terms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, path.Child("podAntiAffinity"))
+	}
+	return errs
 }
 
 // labels are the labels of every object of the process.

@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -78,5 +81,46 @@ func TestServiceNamesAreDNS1035Labels(t *testing.T) {
 		if errs := validation.IsDNS1035Label(proc.names.service()); len(errs) > 0 {
 			t.Errorf("Service name %q: %v", proc.names.service(), errs)
 		}
+	}
+}
+
+func TestAffinityErrors(t *testing.T) {
+	term := func(namespaces []string, selector *metav1.LabelSelector) corev1.PodAffinityTerm {
+		return corev1.PodAffinityTerm{TopologyKey: "kubernetes.io/hostname", Namespaces: namespaces, NamespaceSelector: selector}
+	}
+	const why = "the scheduler pods' affinity may only select pods of the operator's namespace: leave it out"
+	path := field.NewPath("spec", "scheduler", "affinity")
+	cases := []struct {
+		name     string
+		affinity *corev1.Affinity
+		want     []string
+	}{
+		{name: "none"},
+		{name: "node affinity only", affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}},
+		{name: "terms of the operator's namespace", affinity: &corev1.Affinity{
+			PodAffinity:     &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(nil, nil)}},
+			PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term(nil, nil)}}},
+		}},
+		{name: "every namespace, and named ones", affinity: &corev1.Affinity{
+			PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{term(nil, nil), term([]string{"a"}, &metav1.LabelSelector{})}},
+			PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+				{Weight: 1, PodAffinityTerm: term(nil, &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}})},
+			}},
+		}, want: []string{
+			"spec.scheduler.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].namespaceSelector: Forbidden: " + why,
+			"spec.scheduler.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].namespaces: Forbidden: " + why,
+			"spec.scheduler.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.namespaceSelector: Forbidden: " + why,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, err := range affinityErrors(tc.affinity, path) {
+				got = append(got, err.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -394,7 +394,9 @@ type SchedulerSettings struct {
 	// +kubebuilder:validation:MaxItems=64
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
-	// affinity of the scheduler pods.
+	// affinity of the scheduler pods. Their pod (anti-)affinity terms may only select pods of
+	// the operator's namespace: namespaces and namespaceSelector are refused, so that a profile
+	// cannot keep other teams' pods off nodes or preempt them through the scheduler pods.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 

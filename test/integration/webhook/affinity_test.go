@@ -49,5 +49,7 @@ func TestSchedulerPodAffinityStaysInItsNamespace(t *testing.T) {
 	if err := k8sClient.Create(ctx, own); err != nil {
 		t.Fatalf("A term of the operator's namespace only was refused: %v", err)
 	}
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), own, client.PropagationPolicy(metav1.DeletePropagationBackground)) })
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(context.Background(), own, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
 }

@@ -33,7 +33,7 @@ func StartGarbageCollector(t testing.TB, cfg *rest.Config, c client.Client, name
 	binary := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+	if err := WriteKubeconfig(cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "kube-controller-manager.log")
@@ -88,8 +88,10 @@ func waitCollecting(t testing.TB, c client.Client, namespace string) {
 	}
 }
 
-// writeKubeconfig writes a kubeconfig for rc, so that a separate process acts with rc's identity.
-func writeKubeconfig(rc *rest.Config, path string) error {
+// WriteKubeconfig writes a kubeconfig for rc to path, so that a separate process (the garbage
+// collector, a scheduler) reaches the envtest apiserver with rc's identity. It mirrors what
+// envtest does internally (controlplane.KubeConfigFromREST), which is not importable.
+func WriteKubeconfig(rc *rest.Config, path string) error {
 	host, err := url.Parse(rc.Host)
 	if err != nil {
 		return fmt.Errorf("parsing the apiserver address %q: %w", rc.Host, err)
@@ -112,6 +114,8 @@ func writeKubeconfig(rc *rest.Config, path string) error {
 		ClientKeyData:         rc.KeyData,
 		Token:                 rc.BearerToken,
 		TokenFile:             rc.BearerTokenFile,
+		Username:              rc.Username,
+		Password:              rc.Password,
 	}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name

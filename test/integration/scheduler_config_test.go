@@ -2,52 +2,23 @@ package integration
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // writeKubeconfig writes a kubeconfig file for rc into dir, so that a separate process (the
-// scheduler) reaches the envtest apiserver with the same identity as the tests. It mirrors what
-// envtest does internally (controlplane.KubeConfigFromREST), which is not importable.
+// scheduler) reaches the envtest apiserver with the same identity as the tests.
 func writeKubeconfig(t *testing.T, rc *rest.Config, dir string) string {
 	t.Helper()
-	host, err := url.Parse(rc.Host)
-	if err != nil {
-		t.Fatalf("Parsing the apiserver address %q: %v", rc.Host, err)
-	}
-	scheme := "https"
-	if !rest.IsConfigTransportTLS(*rc) {
-		scheme = "http"
-	}
-	const name = "envtest"
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{
-		Server:                   (&url.URL{Scheme: scheme, Host: host.Host, Path: rc.APIPath}).String(),
-		CertificateAuthority:     rc.CAFile,
-		CertificateAuthorityData: rc.CAData,
-	}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificate:     rc.CertFile,
-		ClientCertificateData: rc.CertData,
-		ClientKey:             rc.KeyFile,
-		ClientKeyData:         rc.KeyData,
-		Token:                 rc.BearerToken,
-		TokenFile:             rc.BearerTokenFile,
-		Username:              rc.Username,
-		Password:              rc.Password,
-	}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
 	path := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatalf("Writing the kubeconfig: %v", err)
+	if err := framework.WriteKubeconfig(rc, path); err != nil {
+		t.Fatal(err)
 	}
 	return path
 }

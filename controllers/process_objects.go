@@ -67,9 +67,11 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		if rollback != nil {
 			objs = append(objs, *rollback)
 		}
-	} else {
+	} else if !st.upgrade.stopped {
 		// A failed revision blocks only the spec that asks for it: any other revision, one that
-		// ran before included, rolls out.
+		// ran before included, rolls out. While the upgrade wave that a failed new image
+		// stopped holds the image, the failure stays on record (Degraded, RolloutFailed): the
+		// scheduler asks for the old image then, not for another spec.
 		st.failed, st.cause = "", ""
 	}
 	if err := r.applyAll(ctx, objs); err != nil {

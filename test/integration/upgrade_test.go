@@ -80,7 +80,14 @@ func TestUpgradeWave(t *testing.T) {
 	for _, name := range names[1:] {
 		k.waitForProgressing(t, name, schedulingv1alpha1.ReasonUpgradeStopped)
 	}
-	testutil.Consistently(t, 2*time.Second, "the others to stay on the working image", func(ctx context.Context) error {
+	testutil.Consistently(t, 2*time.Second, "the others to stay on the working image, the first to stay Degraded", func(ctx context.Context) error {
+		p, err := k.getProfile(ctx, names[0])
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionDegraded); c == nil || c.Reason != schedulingv1alpha1.ReasonRolloutFailed {
+			return fmt.Errorf("the rolled-back profile's Degraded: %+v", c)
+		}
 		return k.imagesAre(ctx, names, broken, 0)
 	})
 	if err := op.Stop(); err != nil {

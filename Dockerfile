@@ -16,5 +16,7 @@ RUN GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} make build
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=builder /workspace/bin/manager /workspace/bin/kube-scheduler /
+LABEL org.opencontainers.image.title="scheduler-profile-operator" \
+      org.opencontainers.image.source="https://github.com/schedops/scheduler-profile-operator"
 USER 65532:65532
 ENTRYPOINT ["/manager"]

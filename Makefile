@@ -137,6 +137,20 @@ k8s-binaries: $(K8SBIN)/kube-apiserver $(K8SBIN)/kube-controller-manager $(K8SBI
 $(K8SBIN)/kube-apiserver $(K8SBIN)/kube-controller-manager: go.mod go.sum
 	go build -ldflags '$(LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
+# kubelet and kube-proxy, for the local cluster's real node, bring dependencies of their own (the CRI
+# streaming server, netlink, ...), so they are built from their own tools module, whose replace
+# block is the operator's.
+$(K8SBIN)/kubelet $(K8SBIN)/kube-proxy: hack/tools/kubelet/go.mod hack/tools/kubelet/go.sum
+	cd hack/tools/kubelet && go build -ldflags '$(LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
+
+# The real node's container runtime, CNI plugins and packet filter come from Debian's packages.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack
+.PHONY: node-deps
+node-deps: ## Install what the real node needs from Debian's packages (containerd, runc, CNI plugins, iptables, conntrack); needs root.
+	@missing=""; for b in containerd containerd-shim-runc-v2 ctr runc iptables-save conntrack; do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing cni-plugins"; \
+	if [ -n "$$missing" ]; then echo "node-deps: installing$$missing"; apt-get install -y --no-install-recommends $(NODE_PACKAGES); fi
+
 $(K8SBIN)/etcd: go.mod go.sum
 	go build -ldflags '-s -w' -o $@ go.etcd.io/etcd/server/v3
 
@@ -257,6 +271,32 @@ bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Docke
 	$(call kustomize-build,config/manifests,$(BUNDLE_OPERATOR_IMG)) | go run ./hack/bundle --version $(VERSION) \
 		--channels $(CHANNELS) --default-channel $(DEFAULT_CHANNEL) --bundle-dir bundle --dockerfile bundle.Dockerfile
 
+# make image: the same image as the Dockerfile's (both binaries, nonroot, /manager as entrypoint,
+# its labels) built without a container engine by hack/tools/image (go-containerregistry), as a
+# tarball for `ctr images import`, `docker load` or `podman load`. test/bundle checks that it and the
+# Dockerfile describe the same image.
+IMAGE_TAR ?= $(LOCALBIN)/image.tar
+IMAGE_TOOL := $(LOCALBIN)/image
+IMAGE_LABELS := org.opencontainers.image.title=scheduler-profile-operator \
+	org.opencontainers.image.source=https://github.com/schedops/scheduler-profile-operator
+# The sandbox (pause) image of the real node: no registry is reachable to pull the upstream one.
+PAUSE_IMAGE_TAR := $(LOCALBIN)/pause.tar
+PAUSE_IMAGE := localcluster.local/pause:3.10
+
+$(IMAGE_TOOL): hack/tools/image/go.mod hack/tools/image/go.sum hack/tools/image/main.go
+	cd hack/tools/image && go build -o $@ .
+
+.PHONY: image
+image: $(IMAGE_TAR) ## Build the image IMG as a tarball (IMAGE_TAR) without a container engine.
+
+$(IMAGE_TAR): bin/manager bin/kube-scheduler $(IMAGE_TOOL)
+	$(IMAGE_TOOL) --output $@ --tag $(IMG) --user 65532:65532 --entrypoint /manager \
+		$(foreach l,$(IMAGE_LABELS),--label $(l)) --file /manager=bin/manager --file /kube-scheduler=bin/kube-scheduler
+
+$(PAUSE_IMAGE_TAR): hack/tools/image/pause/main.go $(IMAGE_TOOL)
+	cd hack/tools/image && CGO_ENABLED=0 go build -ldflags '-s -w' -o $(LOCALBIN)/pause ./pause
+	$(IMAGE_TOOL) --output $@ --tag $(PAUSE_IMAGE) --user 65535:65535 --entrypoint /pause --file /pause=$(LOCALBIN)/pause
+
 .PHONY: docker-build
 docker-build: ## Build the image IMG (the operator and the scheduler) with CONTAINER_TOOL.
 	$(CONTAINER_TOOL) build -t $(IMG) .
@@ -274,7 +314,7 @@ bundle-push: ## Push the bundle image BUNDLE_IMG.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 .PHONY: test-bundle
-test-bundle: $(KUSTOMIZE) $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd build ## Install paths: OLM validation of bundle/, kustomize output on envtest, the OLM install simulated, the image build.
+test-bundle: $(KUSTOMIZE) $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd build $(IMAGE_TAR) ## Install paths: OLM validation of bundle/, kustomize output on envtest, the OLM install simulated, the image (make image) against the Dockerfile.
 	KUSTOMIZE=$(KUSTOMIZE) KUBEBUILDER_ASSETS=$(K8SBIN) go test ./test/bundle/... -count=1 -v -timeout 20m
 
 ##@ Demo

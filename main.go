@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -73,6 +74,14 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.IntVar(&opts.UpgradeMaxInFlight, "upgrade-max-in-flight", controllers.DefaultUpgradeMaxInFlight, "How many scheduler Deployments a new scheduler image (an operator upgrade or downgrade) rolls at a time, in the order of their names, the next once those are available; the first rollback stops it. Users' own changes are not paced.")
 	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
 	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
+	fs.Func("allowed-priority-classes", "A comma-separated list of the priority classes that profiles and Schedulers may give their scheduler pods (spec.scheduler.priorityClassName); by default none: a priority class decides whose pods the scheduler pods preempt, so the cluster admin chooses, for example system-cluster-critical.", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, name)
+			}
+		}
+		return nil
+	})
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {

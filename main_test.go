@@ -78,6 +78,15 @@ func TestManagerOptions(t *testing.T) {
 				UpgradeMaxInFlight: 3,
 			},
 		},
+		{
+			name: "allowed priority classes",
+			args: []string{"--allowed-priority-classes=system-cluster-critical, schedulers", "--upgrade-max-in-flight=3"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				UpgradeMaxInFlight: 3, AllowedPriorityClasses: []string{"system-cluster-critical", "schedulers"},
+			},
+		},
 		{name: "no upgrade pacing", args: []string{"--upgrade-max-in-flight=0"}, env: env, wantErr: "--upgrade-max-in-flight must be a positive number"},
 		{name: "no crash loop restarts", args: []string{"--rollout-crash-loop-restarts=0"}, env: env, wantErr: "--rollout-crash-loop-restarts must be a positive number"},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},

@@ -123,7 +123,7 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 	proc := sharedProcess(s)
 	// A Scheduler refused for its own settings is the Scheduler's fault, not the member's: the
 	// member is admitted, and its status says why it is not served.
-	if errs := proc.settingsErrors(); len(errs) > 0 {
+	if errs := proc.settingsErrors(v.settings); len(errs) > 0 {
 		return nil, append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q is refused for its own settings, so the profile is not served until it is fixed: %v", ref, errs.ToAggregate())), nil
 	}
 	d, err := v.liveDeployment(ctx, proc)
@@ -223,7 +223,7 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 	// valid by itself: what is refused is the Scheduler's.
 	// Its own settings first, each at its field: rendering would refuse an inline key (which a
 	// stored Scheduler may still carry) as one error.
-	if errs := proc.settingsErrors(); len(errs) > 0 {
+	if errs := proc.settingsErrors(v.settings); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}

@@ -29,6 +29,9 @@ type settings struct {
 	namespace string
 	// image holds the kube-scheduler binary with our plugins (RELATED_IMAGE_SCHEDULER).
 	image string
+	// allowedPriorityClasses are the priority classes that scheduler pods may have
+	// (--allowed-priority-classes); none when empty.
+	allowedPriorityClasses []string
 }
 
 // Defaults of the scheduler container when the profile sets no resources.

@@ -44,6 +44,9 @@ type ManagerOptions struct {
 	// UpgradeMaxInFlight is how many schedulers a change of SchedulerImage (an operator upgrade
 	// or downgrade) rolls at a time; 0 is DefaultUpgradeMaxInFlight. Users' changes are not paced.
 	UpgradeMaxInFlight int
+	// AllowedPriorityClasses are the priority classes a profile or a Scheduler may give its
+	// scheduler pods; empty allows none, so the pods get the cluster's default priority.
+	AllowedPriorityClasses []string
 }
 
 // NewScheme knows the types the operator reads and writes: client-go's and SchedulerProfiles.
@@ -90,11 +93,13 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	}
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
+	reconciler.settings.allowedPriorityClasses = o.AllowedPriorityClasses
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
 	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	schedulers.rollout, schedulers.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
+	schedulers.settings.allowedPriorityClasses = o.AllowedPriorityClasses
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}

@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,9 +101,10 @@ func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 // settingsErrors are the refusals of the process's own settings, which no profile can mend: its
 // extenders' TLS settings (an inline key a stored object may still carry) and its feature gates.
 // They are checked before any Secret is read or profile rendered.
-func (proc *process) settingsErrors() field.ErrorList {
+func (proc *process) settingsErrors(s settings) field.ErrorList {
 	errs := profile.ValidateExtenders(proc.extenders, extendersPath)
 	errs = append(errs, affinityErrors(proc.run.Affinity, proc.settingsPath().Child("affinity"))...)
+	errs = append(errs, priorityClassErrors(proc.run.PriorityClassName, s.allowedPriorityClasses, proc.settingsPath().Child("priorityClassName"))...)
 	return append(errs, profile.CheckGates(proc.run.FeatureGates, proc.gatesPath())...)
 }
 
@@ -151,6 +155,25 @@ func affinityErrors(a *corev1.Affinity, path *field.Path) field.ErrorList {
 		terms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, path.Child("podAntiAffinity"))
 	}
 	return errs
+}
+
+// priorityClassErrors refuses a priority class of the scheduler pods that the cluster admin has
+// not allowed (--allowed-priority-classes): a priority class decides which pods the scheduler pods
+// preempt, and system-node-critical, or a high class with large requests, preempts other teams'
+// pods anywhere. The message names the allowed classes, so that the author knows what to ask for.
+func priorityClassErrors(name *string, allowed []string, path *field.Path) field.ErrorList {
+	if name == nil || *name == "" || slices.Contains(allowed, *name) {
+		return nil
+	}
+	allowedText := "the operator allows none"
+	if len(allowed) > 0 {
+		quoted := make([]string, len(allowed))
+		for i, a := range allowed {
+			quoted[i] = strconv.Quote(a)
+		}
+		allowedText = "the operator allows " + strings.Join(quoted, ", ")
+	}
+	return field.ErrorList{field.Forbidden(path, fmt.Sprintf("priority class %q is not allowed for scheduler pods; %s (--allowed-priority-classes, set by the cluster admin)", *name, allowedText))}
 }
 
 // labels are the labels of every object of the process.

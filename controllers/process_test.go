@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -116,6 +117,37 @@ func TestAffinityErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, err := range affinityErrors(tc.affinity, path) {
+				got = append(got, err.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPriorityClassErrors(t *testing.T) {
+	path := field.NewPath("spec", "scheduler", "priorityClassName")
+	cases := []struct {
+		name    string
+		class   *string
+		allowed []string
+		want    []string
+	}{
+		{name: "none set", allowed: nil},
+		{name: "empty", class: ptr.To(""), allowed: nil},
+		{name: "allowed", class: ptr.To("system-cluster-critical"), allowed: []string{"schedulers", "system-cluster-critical"}},
+		{name: "none allowed", class: ptr.To("system-cluster-critical"), want: []string{
+			`spec.scheduler.priorityClassName: Forbidden: priority class "system-cluster-critical" is not allowed for scheduler pods; the operator allows none (--allowed-priority-classes, set by the cluster admin)`,
+		}},
+		{name: "not in the list", class: ptr.To("system-node-critical"), allowed: []string{"system-cluster-critical", "schedulers"}, want: []string{
+			`spec.scheduler.priorityClassName: Forbidden: priority class "system-node-critical" is not allowed for scheduler pods; the operator allows "system-cluster-critical", "schedulers" (--allowed-priority-classes, set by the cluster admin)`,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, err := range priorityClassErrors(tc.class, tc.allowed, path) {
 				got = append(got, err.Error())
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

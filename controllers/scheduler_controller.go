@@ -182,7 +182,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
 	}
-	if errs := obs.proc.settingsErrors(); len(errs) > 0 {
+	if errs := obs.proc.settingsErrors(r.settings); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}

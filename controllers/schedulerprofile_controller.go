@@ -228,7 +228,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, r.stopServing(ctx, proc, obs, served)
 	}
 	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
-	if errs := proc.settingsErrors(); len(errs) > 0 {
+	if errs := proc.settingsErrors(r.settings); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
@@ -284,7 +284,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		obs.schedulerDeleting = true
 		return nil
 	}
-	if errs := proc.settingsErrors(); len(errs) > 0 {
+	if errs := proc.settingsErrors(r.settings); len(errs) > 0 {
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
@@ -327,7 +327,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 // status, errs the same errors with their fields.
 func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (cfg *profile.Config, invalid string, errs field.ErrorList) {
 	// Render refuses the extenders' too, as one error; checked here they keep their fields.
-	if errs := proc.settingsErrors(); len(errs) > 0 {
+	if errs := proc.settingsErrors(s); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: s.namespace, CASecrets: proc.secrets.withCA})

@@ -400,7 +400,9 @@ type SchedulerSettings struct {
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
-	// priorityClassName of the scheduler pods, for example "system-cluster-critical".
+	// priorityClassName of the scheduler pods, for example "system-cluster-critical". It must be
+	// one of the operator's --allowed-priority-classes, which by default allows none: a priority
+	// class decides whose pods the scheduler pods preempt, so the cluster admin chooses.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName *string `json:"priorityClassName,omitempty"`

@@ -82,7 +82,9 @@ func runSuite(m *testing.M) int {
 	op, err := framework.Start(cfg, controllers.ManagerOptions{
 		Namespace:      namespace,
 		SchedulerImage: operatorenv.SchedulerImage,
-		Webhook:        &controllers.WebhookOptions{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir},
+		// The allowlist the priority class tests expect.
+		AllowedPriorityClasses: []string{"system-cluster-critical"},
+		Webhook:                &controllers.WebhookOptions{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the operator: %v\n", err)

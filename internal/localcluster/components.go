@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"context"
 	"strconv"
 )
 
@@ -15,6 +16,9 @@ type component struct {
 	// healthURL answers 200 once the component is ready; ready says what that means, for errors.
 	healthURL string
 	ready     string
+	// bin is the binary when it is not in BinDir; check replaces healthURL when set.
+	bin   string
+	check func(context.Context) error
 }
 
 func etcd(s setup) component {
@@ -40,13 +44,14 @@ func etcd(s setup) component {
 func apiServer(s setup) component {
 	return component{
 		name: APIServer,
-		args: []string{
+		args: append([]string{
 			"--etcd-servers=" + s.url("http", s.Ports.Etcd, ""),
-			"--bind-address=127.0.0.1",
-			"--advertise-address=127.0.0.1",
+			"--bind-address=" + s.apiHost(),
+			"--advertise-address=" + s.apiHost(),
 			"--secure-port=" + strconv.Itoa(s.Ports.APIServer),
-			// The default reconciler refuses a loopback address for the kubernetes Service endpoints.
-			"--endpoint-reconciler-type=none",
+			// The default reconciler refuses a loopback address for the kubernetes Service endpoints;
+			// the real node's bridge address is routable from its pods.
+			"--endpoint-reconciler-type=" + s.endpointReconciler(),
 			"--tls-cert-file=" + s.pki("serving.crt"),
 			"--tls-private-key-file=" + s.pki("serving.key"),
 			"--client-ca-file=" + s.pki("ca.crt"),
@@ -70,7 +75,7 @@ func apiServer(s setup) component {
 			// its podgroups informer forever without them.
 			"--feature-gates=" + genericWorkloadGate,
 			"--runtime-config=scheduling.k8s.io/v1beta1=true",
-		},
+		}, s.kubeletClientArgs()...),
 		healthURL: s.server() + "/readyz",
 		ready:     "ready",
 	}

@@ -94,6 +94,9 @@ type Options struct {
 	Detach bool
 	// StartTimeout bounds Start; zero means DefaultStartTimeout.
 	StartTimeout time.Duration
+	// RealNode, when set, adds one real node (kubelet, kube-proxy, containerd) beside kwok's fake
+	// nodes; it needs root. See the package documentation.
+	RealNode *RealNodeOptions
 }
 
 // Cluster is a running local control plane, started by Start or found by Attach.
@@ -101,12 +104,17 @@ type Cluster struct {
 	workDir    string
 	kubeconfig string
 	procs      []*Process
+	// node is the real node's record, nil without one; nodeReady is how long it took after the
+	// kubelet started (zero after Attach).
+	node      *nodeState
+	nodeReady time.Duration
 }
 
 // state is the content of the state file.
 type state struct {
 	Kubeconfig string     `json:"kubeconfig"`
 	Processes  []*Process `json:"processes"`
+	Node       *nodeState `json:"node,omitempty"`
 }
 
 // Start starts a fresh cluster in opts.WorkDir and returns once every component is healthy and the
@@ -119,31 +127,57 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := s.prepareWorkDir(); err != nil {
 		return nil, err
 	}
-	if err := writePKI(s); err != nil {
-		return nil, err
-	}
 	c := &Cluster{workDir: s.WorkDir, kubeconfig: s.adminKubeconfig()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
 		}
 	}()
-	ctx, cancel := context.WithTimeout(ctx, s.StartTimeout)
-	defer cancel()
-	// Each group starts together and is then waited for: the last three only need the apiserver.
-	for _, group := range [][]component{
-		{etcd(s)},
-		{apiServer(s)},
-		{controllerManager(s), scheduler(s), kwok(s)},
-	} {
-		if err := c.run(ctx, s, group...); err != nil {
+	if s.node != nil {
+		// Before the certificates and the apiserver: both use the bridge's address.
+		if err := c.prepareHost(s); err != nil {
 			return nil, err
 		}
+	}
+	if err := writePKI(s); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.StartTimeout)
+	defer cancel()
+	if err := c.runGroups(ctx, s); err != nil {
+		return nil, err
 	}
 	if err := c.waitControllers(ctx); err != nil {
 		return nil, err
 	}
+	if s.node != nil {
+		if err := c.waitRealNode(ctx, s); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// runGroups starts the components in groups; each group starts together and is then waited for.
+// The last group only needs the apiserver; the real node's images are imported into containerd
+// before its kubelet starts.
+func (c *Cluster) runGroups(ctx context.Context, s setup) error {
+	first, last := []component{etcd(s)}, []component{controllerManager(s), scheduler(s), kwok(s)}
+	if s.node != nil {
+		first, last = append(first, containerd(s)), append(last, kubelet(s), kubeProxy(s))
+	}
+	if err := c.run(ctx, s, first...); err != nil {
+		return err
+	}
+	if s.node != nil {
+		if err := c.importImages(ctx, s); err != nil {
+			return err
+		}
+	}
+	if err := c.run(ctx, s, apiServer(s)); err != nil {
+		return err
+	}
+	return c.run(ctx, s, last...)
 }
 
 // run starts the components, then waits until each answers its health check.
@@ -154,7 +188,11 @@ func (c *Cluster) run(ctx context.Context, s setup, components ...component) err
 	}
 	procs := make([]*Process, len(components))
 	for i, comp := range components {
-		if procs[i], err = StartProcess(comp.name, s.binary(comp.name), comp.args, comp.env, s.logFile(comp.name), s.Detach); err != nil {
+		bin := comp.bin
+		if bin == "" {
+			bin = s.binary(comp.name)
+		}
+		if procs[i], err = StartProcess(comp.name, bin, comp.args, comp.env, s.logFile(comp.name), s.Detach); err != nil {
 			return fmt.Errorf("localcluster: %w", err)
 		}
 		c.procs = append(c.procs, procs[i])
@@ -163,7 +201,11 @@ func (c *Cluster) run(ctx context.Context, s setup, components ...component) err
 		}
 	}
 	for i, comp := range components {
-		if err := waitFor(ctx, procs[i], comp.ready, getOK(client, comp.healthURL)); err != nil {
+		check := comp.check
+		if check == nil {
+			check = getOK(client, comp.healthURL)
+		}
+		if err := waitFor(ctx, procs[i], comp.ready, check); err != nil {
 			return err
 		}
 	}
@@ -220,7 +262,7 @@ func Attach(workDir string) (*Cluster, error) {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("localcluster: parsing %s: %w", filepath.Join(workDir, StateFileName), err)
 	}
-	return &Cluster{workDir: workDir, kubeconfig: s.Kubeconfig, procs: s.Processes}, nil
+	return &Cluster{workDir: workDir, kubeconfig: s.Kubeconfig, procs: s.Processes, node: s.Node}, nil
 }
 
 // Kubeconfig returns the absolute path of the admin kubeconfig (a client certificate in group
@@ -261,9 +303,18 @@ func (c *Cluster) process(name string) *Process {
 // Stop stops the recorded processes in reverse start order (SIGTERM, then SIGKILL after a grace
 // period) and waits until they are gone. It signals only the recorded PIDs, and only while they still
 // belong to the process that was started. Once all are gone it removes the state file; stopping a
-// stopped cluster does nothing.
+// stopped cluster does nothing. With a real node, it first stops the node and leaves the host as the
+// start found it (see the package documentation).
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.node != nil {
+		if err := c.stopNode(); err != nil {
+			errs = append(errs, err)
+		} else {
+			// Undone: a second Stop must not restore the recorded host state over later changes.
+			c.node = nil
+		}
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].Stop(stopGrace); err != nil {
 			errs = append(errs, err)
@@ -281,7 +332,7 @@ func (c *Cluster) Stop() error {
 // writeState records the processes started so far; written after each start, so that a start that
 // fails half-way (or a CLI killed during it) still leaves a state file that Stop can use.
 func (c *Cluster) writeState() error {
-	data, err := json.MarshalIndent(state{Kubeconfig: c.kubeconfig, Processes: c.procs}, "", "  ")
+	data, err := json.MarshalIndent(state{Kubeconfig: c.kubeconfig, Processes: c.procs, Node: c.node}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("localcluster: %w", err)
 	}

@@ -68,6 +68,16 @@ func clientCert(user string, groups ...string) certutil.Config {
 	return certutil.Config{CommonName: user, Organization: groups, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 }
 
+// servingCertConfig is servingCert with the real node's bridge address, which the apiserver binds then.
+func servingCertConfig(s setup) certutil.Config {
+	cfg := servingCert
+	cfg.AltNames.IPs = append([]net.IP(nil), servingCert.AltNames.IPs...)
+	if s.gateway != "" {
+		cfg.AltNames.IPs = append(cfg.AltNames.IPs, net.ParseIP(s.gateway))
+	}
+	return cfg
+}
+
 // servingCert is for kube-apiserver, kube-controller-manager and kube-scheduler, all on 127.0.0.1.
 var servingCert = certutil.Config{
 	CommonName: "localcluster-serving",
@@ -89,7 +99,7 @@ func writePKI(s setup) error {
 	if err != nil {
 		return err
 	}
-	serving, err := ca.Sign(servingCert)
+	serving, err := ca.Sign(servingCertConfig(s))
 	if err != nil {
 		return err
 	}
@@ -117,7 +127,26 @@ func writePKI(s setup) error {
 	); err != nil {
 		return fmt.Errorf("localcluster: writing certificates: %w", err)
 	}
+	if err := writeKubeletClient(s, ca); err != nil {
+		return err
+	}
 	return writeKubeconfigs(s, ca)
+}
+
+// writeKubeletClient writes the apiserver's client certificate for the real node's kubelet, which
+// authorizes it by webhook: group system:masters, as kubeadm's apiserver-kubelet-client had.
+func writeKubeletClient(s setup, ca KeyPair) error {
+	if s.node == nil {
+		return nil
+	}
+	client, err := ca.Sign(clientCert("kube-apiserver-kubelet-client", "system:masters"))
+	if err != nil {
+		return err
+	}
+	if err := pkiutil.WriteCertAndKey(s.pki(""), "apiserver-kubelet-client", client.cert, client.key); err != nil {
+		return fmt.Errorf("localcluster: writing certificates: %w", err)
+	}
+	return nil
 }
 
 // writeKubeconfigs writes a kubeconfig with a client certificate signed by ca for the admin and for
@@ -130,6 +159,11 @@ func writeKubeconfigs(s setup, ca KeyPair) error {
 		s.kubeconfig(Scheduler):         clientCert("system:kube-scheduler"),
 		// kwok writes node and pod status, leases and events and deletes pods: kwokctl gives it admin rights too.
 		s.kubeconfig(Kwok): clientCert("kwok-controller", "system:masters"),
+	}
+	if s.node != nil {
+		// The Node authorizer and the bootstrap role system:node-proxier know these names.
+		users[s.kubeconfig(Kubelet)] = clientCert("system:node:"+s.node.Name, "system:nodes")
+		users[s.kubeconfig(KubeProxy)] = clientCert("system:kube-proxy")
 	}
 	caPEM := ca.CertPEM()
 	for path, user := range users {

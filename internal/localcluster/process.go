@@ -28,6 +28,8 @@ type Process struct {
 	// done is closed once cmd.Wait has returned; waitErr is its result.
 	done    chan struct{}
 	waitErr error
+	// began is when this process started it (zero after Attach).
+	began time.Time
 }
 
 // Alive reports whether the recorded process is still running (a zombie is not running).
@@ -122,7 +124,7 @@ func StartProcess(name, binary string, args, env []string, logPath string, detac
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, PID: cmd.Process.Pid, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, PID: cmd.Process.Pid, Log: logPath, cmd: cmd, done: make(chan struct{}), began: time.Now()}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.done)

@@ -13,6 +13,9 @@ import (
 // timeout. The component builders derive every flag and file name from it.
 type setup struct {
 	Options
+	// node is the real node, nil without Options.RealNode; subnet and gateway are its bridge's.
+	node            *nodeSetup
+	subnet, gateway string
 }
 
 // newSetup checks opts and completes them.
@@ -37,6 +40,11 @@ func newSetup(opts Options) (setup, error) {
 	if s.WorkDir, err = filepath.Abs(s.WorkDir); err != nil {
 		return s, fmt.Errorf("localcluster: %w", err)
 	}
+	if s.RealNode != nil {
+		if err := s.completeNode(); err != nil {
+			return s, err
+		}
+	}
 	if s.StartTimeout == 0 {
 		s.StartTimeout = DefaultStartTimeout
 	}
@@ -54,6 +62,9 @@ func (s setup) prepareWorkDir() error {
 	}
 	switch old, err := Attach(s.WorkDir); {
 	case err == nil:
+		if old.node != nil {
+			return fmt.Errorf("localcluster: the real node of an earlier cluster in %s was not stopped; run Attach and Stop first", s.WorkDir)
+		}
 		for _, p := range old.procs {
 			if p.Alive() {
 				return fmt.Errorf("localcluster: the cluster in %s is still running (%s, pid %d); stop it first", s.WorkDir, p.Name, p.PID)
@@ -66,6 +77,11 @@ func (s setup) prepareWorkDir() error {
 	// over leases held by its previous identity for about 40 s).
 	if err := os.RemoveAll(s.etcdData()); err != nil {
 		return fmt.Errorf("localcluster: removing old etcd data: %w", err)
+	}
+	if s.node != nil {
+		if err := s.removeNodeDir(); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(s.kwokStages(), kwokStages, 0o644); err != nil {
 		return fmt.Errorf("localcluster: writing kwok stages: %w", err)
@@ -103,7 +119,10 @@ func (s setup) url(scheme string, port int, path string) string {
 	return scheme + "://127.0.0.1:" + strconv.Itoa(port) + path
 }
 
-func (s setup) server() string { return s.url("https", s.Ports.APIServer, "") }
+// server is the apiserver's URL, which every kubeconfig names.
+func (s setup) server() string {
+	return "https://" + net.JoinHostPort(s.apiHost(), strconv.Itoa(s.Ports.APIServer))
+}
 
 // withFree returns p with every zero port replaced by a port that the kernel chose free on 127.0.0.1,
 // so that clusters started at the same time (parallel test binaries) do not collide.

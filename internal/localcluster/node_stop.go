@@ -1,0 +1,202 @@
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// stopNode stops the real node and undoes its changes to the host, in this order: kubelet and
+// kube-proxy (so nothing recreates pods or rules), the containers (every task in the cgroup root),
+// containerd, its shims (found by their -address argument), the mounts under WorkDir (rootfs,
+// volumes, network namespaces), the shims' files in /run/containerd, the links, iptables tables,
+// sysctls, cgroups and the host directories the node created. It goes on after an error, so that
+// one failure leaves as little behind as possible, and returns all errors.
+func (c *Cluster) stopNode() error {
+	st := c.node
+	var errs []error
+	for _, name := range []string{KubeProxy, Kubelet} {
+		if p := c.findProcess(name); p != nil {
+			errs = append(errs, p.Stop(stopGrace))
+		}
+	}
+	errs = append(errs, killTasks(st))
+	shims := shimProcesses(st.ContainerdSocket)
+	shimFiles := shimRuntimeFiles(st.ContainerdState)
+	if p := c.findProcess(Containerd); p != nil {
+		errs = append(errs, p.Stop(stopGrace))
+	}
+	errs = append(errs, killAll(append(shims, shimProcesses(st.ContainerdSocket)...)))
+	errs = append(errs, unmountUnder(c.workDir), removeFiles(shimFiles))
+	errs = append(errs, deleteLinks(st.Bins["ip"], st.Bridge))
+	errs = append(errs, restoreIptables(st), restoreSysctls(st), removeCgroups(st), removeHostFiles(st))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stopping the real node: %w", err)
+	}
+	return nil
+}
+
+// findProcess returns the recorded process of a component, or nil.
+func (c *Cluster) findProcess(name string) *Process {
+	for _, p := range c.procs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// killTasks kills every process in the node's cgroups (the containers and their sandboxes) until
+// none is left; container processes can fork while they are being killed.
+func killTasks(st *nodeState) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		pids := cgroupTasks(st)
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("localcluster: processes %v still in cgroup %s", pids, st.CgroupRoot)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// shimProcesses returns containerd-shim processes serving the containerd at socket: their command
+// line has `-address <socket>`. Processes are identified by PID and start time.
+func shimProcesses(socket string) []*Process {
+	entries, _ := os.ReadDir("/proc")
+	var out []*Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !hasArgPair(strings.Split(string(data), "\x00"), "-address", socket) {
+			continue
+		}
+		if _, start, err := procStat(pid); err == nil {
+			out = append(out, &Process{Name: "containerd-shim", PID: pid, StartTime: start})
+		}
+	}
+	return out
+}
+
+func hasArgPair(args []string, flag, value string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == flag && args[i+1] == value {
+			return true
+		}
+	}
+	return false
+}
+
+// killAll stops processes (SIGTERM, SIGKILL after a short grace).
+func killAll(procs []*Process) error {
+	var errs []error
+	for _, p := range procs {
+		errs = append(errs, p.Stop(2*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// shimRuntimeFiles returns the files that containerd 1.6 and its shims keep outside containerd's
+// state directory: the socket named in each task's address file (/run/containerd/s/<hash>), runc's
+// state directory (/run/containerd/runc/<namespace>/<id>), and libcni's cached results of the
+// sandboxes (/var/lib/cni/results/<network>-<id>-<interface>, also for containerd's loopback network).
+func shimRuntimeFiles(stateDir string) []string {
+	var files []string
+	bundles, _ := filepath.Glob(filepath.Join(stateDir, "io.containerd.runtime.v2.task", "*", "*"))
+	for _, b := range bundles {
+		if addr, err := os.ReadFile(filepath.Join(b, "address")); err == nil {
+			if path, ok := strings.CutPrefix(strings.TrimSpace(string(addr)), "unix://"); ok {
+				files = append(files, path)
+			}
+		}
+		ns, id := filepath.Base(filepath.Dir(b)), filepath.Base(b)
+		files = append(files, filepath.Join("/run/containerd/runc", ns, id))
+		cached, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", "*-"+id+"-*"))
+		files = append(files, cached...)
+	}
+	return files
+}
+
+func removeFiles(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("localcluster: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder unmounts every mount point under dir, deepest first; a busy one is detached.
+func unmountUnder(dir string) error {
+	var errs []error
+	for range 5 {
+		points, err := mountsUnder(dir)
+		if err != nil || len(points) == 0 {
+			return err
+		}
+		errs = nil
+		for _, p := range points {
+			if err := syscall.Unmount(p, 0); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+				if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil {
+					errs = append(errs, fmt.Errorf("localcluster: unmounting %s: %w", p, err))
+				}
+			}
+		}
+	}
+	if points, _ := mountsUnder(dir); len(points) > 0 {
+		errs = append(errs, fmt.Errorf("localcluster: still mounted under %s: %v", dir, points))
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder returns the mount points below dir, the longest (deepest) first.
+func mountsUnder(dir string) ([]string, error) {
+	mounts, err := readMountinfo()
+	if err != nil {
+		return nil, err
+	}
+	var points []string
+	for _, m := range mounts {
+		if strings.HasPrefix(m.point, dir+"/") {
+			points = append(points, m.point)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	return points, nil
+}
+
+// removeHostFiles removes what the node left outside WorkDir: kubelet's symlinks to our pod logs
+// in /var/log/containers, libcni's cached results for our network, and then the directories that
+// did not exist before the start, if empty.
+func removeHostFiles(st *nodeState) error {
+	var errs []error
+	links, _ := filepath.Glob("/var/log/containers/*")
+	for _, l := range links {
+		if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, st.PodLogsDir+"/") {
+			errs = append(errs, os.Remove(l))
+		}
+	}
+	cached, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", st.NetworkName+"-*"))
+	errs = append(errs, removeFiles(cached))
+	for i := len(st.CreatedDirs) - 1; i >= 0; i-- {
+		if err := os.Remove(st.CreatedDirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("localcluster: %s is not empty: %w", st.CreatedDirs[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,8 +35,8 @@ const (
 
 // TestRealNode starts a cluster with a real node (kubelet, kube-proxy, containerd), runs a pod from
 // the pause image on it, runs a Job whose pod reaches the apiserver through the kubernetes Service,
-// reads that pod's log through the apiserver, stops the cluster and checks that the host is as
-// the test found it: no process, mount, link, iptables rule, nftables table, sysctl, cgroup or file
+// reads that pod's log through the apiserver, stops the cluster after Attach (from its state file)
+// and checks that the host is as the test found it: no process, mount, link, iptables rule, nftables table, sysctl, cgroup or file
 // left.
 func TestRealNode(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -58,8 +59,9 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	began := time.Now()
+	workDir := t.TempDir()
 	c, err := localcluster.Start(ctx, localcluster.Options{
-		BinDir: binDir, SchedulerBinary: scheduler, WorkDir: t.TempDir(),
+		BinDir: binDir, SchedulerBinary: scheduler, WorkDir: workDir,
 		RealNode: &localcluster.RealNodeOptions{Images: images, SandboxImage: pauseImage},
 	})
 	if errors.Is(err, localcluster.ErrNeedsRoot) {
@@ -68,7 +70,11 @@ func TestRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stopped := false
 	t.Cleanup(func() {
+		if stopped {
+			return
+		}
 		if err := c.Stop(); err != nil {
 			t.Error(err)
 		}
@@ -89,9 +95,26 @@ func TestRealNode(t *testing.T) {
 	runPausePod(ctx, t, client, node.Name)
 	runProbeJob(ctx, t, client, node.Name)
 
+	// The snapshot sees the running node, so that an empty diff after Stop means something.
+	running, err := localcluster.SnapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := before.Diff(running)
+	if !slices.Contains(changes, "+ link "+node.Bridge) {
+		t.Errorf("the snapshot of the running node lacks its bridge %s: %v", node.Bridge, changes)
+	}
+	t.Logf("%d host changes while the node runs", len(changes))
+
 	procs := c.Processes()
+	// Stopped through the state file, as another process (hack/localcluster) would.
+	attached, err := localcluster.Attach(workDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	began = time.Now()
-	if err := c.Stop(); err != nil {
+	stopped = true
+	if err := attached.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("stopped in %s", time.Since(began).Round(10*time.Millisecond))

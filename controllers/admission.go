@@ -184,6 +184,9 @@ func extenderWarnings(extenders []schedulingv1alpha1.Extender) admission.Warning
 		if e.FilterVerb != nil && *e.FilterVerb != "" && (e.Ignorable == nil || !*e.Ignorable) {
 			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d]: a filter extender that is not ignorable stops all scheduling of this scheduler while it is unreachable; set ignorable: true unless every pod must pass it", i))
 		}
+		if e.TLSConfig != nil && e.TLSConfig.Insecure != nil && *e.TLSConfig.Insecure {
+			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d].tlsConfig.insecure: the extender's certificate is not verified, so whoever answers at its URL sees the pods and decides where they go; give a CA (caData, or ca.crt in the Secret) instead", i))
+		}
 	}
 	return warnings
 }

@@ -34,6 +34,12 @@ const (
 	// configuration and its ConfigMap stay the same.
 	AnnotationExtenderSecretsHash = "scheduling.schedops.io/extender-secrets-hash"
 
+	// LabelExtenderTLS, with the value "true", is a Secret's consent to be mounted into the
+	// scheduler pods of the extenders whose tlsConfig.secretRef names it: without it, a profile
+	// author could mount any Secret of the operator's namespace (another team's client
+	// certificate, the webhook's serving certificate).
+	LabelExtenderTLS = "scheduling.schedops.io/extender-tls"
+
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"
 	labelManagedBy = "app.kubernetes.io/managed-by"

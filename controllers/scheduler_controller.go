@@ -161,8 +161,8 @@ type schedulerObservation struct {
 	apiMissing string
 	// skew is what the version skew policy says of the scheduler against the apiserver.
 	skew versionSkew
-	// secretMissing names a Secret, or a key of it, that an extender needs and that is missing.
-	secretMissing string
+	// secret is why the Secrets of the extenders cannot be used: missing, or refused.
+	secret secretRefusal
 	// deployment is the live scheduler Deployment, if any.
 	deployment *appsv1.Deployment
 	// applied is set when every owned object was applied.
@@ -186,7 +186,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
-	if obs.secretMissing, err = r.readExtenderSecrets(ctx, obs.proc); err != nil || obs.secretMissing != "" {
+	if obs.secret, err = r.readExtenderSecrets(ctx, obs.proc); err != nil || obs.secret.refused() {
 		return obs, err
 	}
 	if obs.plan, err = r.planScheduler(ctx, s, obs.proc, obs.deployment); err != nil {
@@ -254,9 +254,9 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
 	case obs.skew.refused != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
-	case obs.secretMissing != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound,
-			obs.secretMissing+"; nothing is rolled out until it exists, and a running scheduler keeps its configuration")
+	case obs.secret.refused():
+		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, obs.secret.reason,
+			obs.secret.message+"; nothing is rolled out until "+obs.secret.until()+", and a running scheduler keeps its configuration")
 	case obs.invalid != "":
 		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 			"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)

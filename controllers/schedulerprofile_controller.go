@@ -183,8 +183,8 @@ type observation struct {
 	apiMissing string
 	// skew is what the version skew policy says of the scheduler against the apiserver.
 	skew versionSkew
-	// secretMissing names a Secret, or a key of it, that an extender needs and that is missing.
-	secretMissing string
+	// secret is why the Secrets of the extenders cannot be used: missing, or refused.
+	secret secretRefusal
 	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
 	// oldest profile of its Scheduler.
 	queueSortConflict string
@@ -232,7 +232,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
-	if obs.secretMissing, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secretMissing != "" {
+	if obs.secret, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
 		return obs, err
 	}
 	cfg, invalid, _ := checkDedicated(p, proc, r.settings)
@@ -288,7 +288,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
-	if obs.secretMissing, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secretMissing != "" {
+	if obs.secret, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
 		return err
 	}
 	pl, err := r.planScheduler(ctx, s, proc, obs.deployment)

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,14 +37,51 @@ type extenderSecrets struct {
 // secretKeys are the keys of an extender's Secret that the scheduler reads, in hash order.
 var secretKeys = []string{profile.SecretCertKey, profile.SecretKeyKey, profile.SecretCAKey}
 
+// secretRefusal is why the Secrets of a process's extenders keep it from rolling out: reason
+// SecretNotFound (a Secret or a required key is missing) or SecretInvalid (the Secret does not
+// consent to this use, its pair or CA does not parse, or an HTTPS extender would have no CA).
+type secretRefusal struct {
+	reason  string
+	message string
+}
+
+// refused says whether nothing may be rolled out.
+func (s secretRefusal) refused() bool { return s.message != "" }
+
+// until ends "nothing is rolled out until ..." in the status.
+func (s secretRefusal) until() string {
+	if s.reason == schedulingv1alpha1.ReasonSecretNotFound {
+		return "it exists"
+	}
+	return "it is fixed"
+}
+
+// what the Secret is, for a condition that points at another.
+func (s secretRefusal) what() string {
+	if s.reason == schedulingv1alpha1.ReasonSecretNotFound {
+		return "missing"
+	}
+	return "not usable"
+}
+
+func secretNotFound(format string, args ...any) secretRefusal {
+	return secretRefusal{reason: schedulingv1alpha1.ReasonSecretNotFound, message: fmt.Sprintf(format, args...)}
+}
+
+func secretInvalid(format string, args ...any) secretRefusal {
+	return secretRefusal{reason: schedulingv1alpha1.ReasonSecretInvalid, message: fmt.Sprintf(format, args...)}
+}
+
 // readExtenderSecrets reads the Secrets that the process's extenders name into proc.secrets. It
-// returns, for ConfigValid, which Secret or required key is missing: then nothing may be rolled
-// out, since the scheduler would not start.
-func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process) (missing string, err error) {
+// returns, for the status, why they cannot be used: then nothing may be rolled out, since the
+// scheduler would not start or every extender call would fail its handshake, and a running
+// scheduler keeps its configuration. A Secret is used only when it consents
+// (LabelExtenderTLS), and its pair and CA are parsed as the scheduler's client parses them.
+func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process) (secretRefusal, error) {
 	proc.secrets = extenderSecrets{}
 	names := profile.ExtenderSecrets(proc.extenders)
 	if len(names) == 0 {
-		return "", nil
+		return secretRefusal{}, nil
 	}
 	proc.secrets.withCA = sets.New[string]()
 	h := sha256.New()
@@ -50,14 +90,12 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Sprintf("Secret %s, named in an extender's tlsConfig.secretRef, does not exist", key), nil
+				return secretNotFound("Secret %s, named in an extender's tlsConfig.secretRef, does not exist", key), nil
 			}
-			return "", fmt.Errorf("reading Secret %s: %w", key, err)
+			return secretRefusal{}, fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		for _, k := range []string{profile.SecretCertKey, profile.SecretKeyKey} {
-			if len(secret.Data[k]) == 0 {
-				return fmt.Sprintf("Secret %s, named in an extender's tlsConfig.secretRef, has no key %q", key, k), nil
-			}
+		if refusal := checkExtenderSecret(key, secret); refusal.refused() {
+			return refusal, nil
 		}
 		if len(secret.Data[profile.SecretCAKey]) > 0 {
 			proc.secrets.withCA.Insert(name)
@@ -68,8 +106,50 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 			_, _ = h.Write(secret.Data[k])
 		}
 	}
+	if refusal := unverifiedHTTPS(proc.extenders, proc.secrets.withCA, r.settings.namespace); refusal.refused() {
+		return refusal, nil
+	}
 	proc.secrets.hash = hex.EncodeToString(h.Sum(nil))[:profile.HashLength]
-	return "", nil
+	return secretRefusal{}, nil
+}
+
+// checkExtenderSecret refuses a Secret that does not say it may be used by extenders (another
+// team's client certificate, the webhook's serving certificate), or whose certificate and key
+// the scheduler's TLS client would not load: tls.X509KeyPair and the CA pool of client-go, so
+// that a mismatched pair is refused before rollout instead of failing every handshake after.
+func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret) secretRefusal {
+	const named = "named in an extender's tlsConfig.secretRef"
+	if secret.Labels[LabelExtenderTLS] != "true" {
+		return secretInvalid("Secret %s, %s, is not labelled %s=true: a Secret is used by an extender only when it says so", key, named, LabelExtenderTLS)
+	}
+	for _, k := range []string{profile.SecretCertKey, profile.SecretKeyKey} {
+		if len(secret.Data[k]) == 0 {
+			return secretNotFound("Secret %s, %s, has no key %q", key, named, k)
+		}
+	}
+	if _, err := tls.X509KeyPair(secret.Data[profile.SecretCertKey], secret.Data[profile.SecretKeyKey]); err != nil {
+		return secretInvalid("Secret %s, %s: %s and %s are not a certificate and its key: %v", key, named, profile.SecretCertKey, profile.SecretKeyKey, err)
+	}
+	if ca := secret.Data[profile.SecretCAKey]; len(ca) > 0 && !x509.NewCertPool().AppendCertsFromPEM(ca) {
+		return secretInvalid("Secret %s, %s: %s holds no PEM certificate", key, named, profile.SecretCAKey)
+	}
+	return secretRefusal{}
+}
+
+// unverifiedHTTPS refuses an HTTPS extender whose Secret has no ca.crt and that sets no caData
+// nor insecure: kube-scheduler calls an HTTPS extender without a CA unverified, silently, so the
+// operator asks for insecure: true to say that this is meant. Extenders without a Secret are
+// checked by profile.ValidateExtenders, with their field.
+func unverifiedHTTPS(extenders []schedulingv1alpha1.Extender, withCA sets.Set[string], namespace string) secretRefusal {
+	for i, e := range extenders {
+		t := e.TLSConfig
+		if !ptr.Deref(e.EnableHTTPS, false) || t == nil || t.SecretRef.Name == "" || ptr.Deref(t.Insecure, false) || len(t.CAData) > 0 || withCA.Has(t.SecretRef.Name) {
+			continue
+		}
+		return secretInvalid("Secret %s/%s, named in spec.extenders[%d].tlsConfig.secretRef, has no %s and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified",
+			namespace, t.SecretRef.Name, i, profile.SecretCAKey)
+	}
+	return secretRefusal{}
 }
 
 // extenderSecretVolumes mount each Secret that the process's extenders name, read-only, at
@@ -80,7 +160,16 @@ func extenderSecretVolumes(proc *process) ([]*corev1ac.VolumeApplyConfiguration,
 	for i, name := range profile.ExtenderSecrets(proc.extenders) {
 		// Secret names may be longer than a volume name can be.
 		volume := fmt.Sprintf("extender-tls-%d", i)
-		volumes = append(volumes, corev1ac.Volume().WithName(volume).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(name)))
+		// Only the keys the scheduler reads are mounted: a ca.key or anything else in the Secret
+		// stays out of the pods.
+		items := []*corev1ac.KeyToPathApplyConfiguration{
+			corev1ac.KeyToPath().WithKey(profile.SecretCertKey).WithPath(profile.SecretCertKey),
+			corev1ac.KeyToPath().WithKey(profile.SecretKeyKey).WithPath(profile.SecretKeyKey),
+		}
+		if proc.secrets.withCA.Has(name) {
+			items = append(items, corev1ac.KeyToPath().WithKey(profile.SecretCAKey).WithPath(profile.SecretCAKey))
+		}
+		volumes = append(volumes, corev1ac.Volume().WithName(volume).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(name).WithItems(items...)))
 		mounts = append(mounts, corev1ac.VolumeMount().WithName(volume).WithMountPath(profile.ExtenderSecretDir(name)).WithReadOnly(true))
 	}
 	return volumes, mounts

@@ -35,12 +35,16 @@ func TestBuildDeploymentMountsExtenderSecrets(t *testing.T) {
 	p := withTLSExtenders("tls", "b-client", "a-client", "b-client")
 	proc := dedicated(p)
 	proc.secrets.hash = "0123456789"
+	proc.secrets.withCA = sets.New("b-client")
 	d := typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, testConfig(t, p)))
 	spec := d.Spec.Template.Spec
 
+	// Only the keys the scheduler reads: a ca.key or anything else in the Secret stays out.
+	pair := []corev1.KeyToPath{{Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}}
 	wantVolumes := []corev1.Volume{
-		{Name: "extender-tls-0", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "a-client"}}},
-		{Name: "extender-tls-1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "b-client"}}},
+		{Name: "extender-tls-0", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "a-client", Items: pair}}},
+		{Name: "extender-tls-1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "b-client",
+			Items: append(pair, corev1.KeyToPath{Key: "ca.crt", Path: "ca.crt"})}}},
 	}
 	if diff := cmp.Diff(wantVolumes, spec.Volumes[2:]); diff != "" {
 		t.Errorf("Secret volumes (-want +got):\n%s", diff)
@@ -85,30 +89,56 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 	}
 }
 
-// tlsSecret is a Secret of the operator's namespace with data.
-func tlsSecret(name string, data map[string]string) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
+// tlsSecret is a Secret of the operator's namespace with data, labelled for extenders.
+func tlsSecret(name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name,
+		Labels: map[string]string{LabelExtenderTLS: "true"}}, Data: data}
+}
+
+// Two client key pairs, made once: generating RSA keys is slow.
+var (
+	cert1, key1 = testutil.KeyPair("client-1")
+	cert2, key2 = testutil.KeyPair("client-2")
+)
+
+func pairData(cert, key []byte, more ...string) map[string][]byte {
+	data := map[string][]byte{"tls.crt": cert, "tls.key": key}
+	for i := 0; i+1 < len(more); i += 2 {
+		data[more[i]] = []byte(more[i+1])
 	}
-	return s
+	return data
 }
 
 func TestReadExtenderSecrets(t *testing.T) {
-	full := map[string]string{"tls.crt": "cert", "tls.key": "key"}
+	full := pairData(cert1, key1)
+	withCA := pairData(cert2, key2, "ca.crt", string(cert2))
+	unlabelled := tlsSecret("b", full)
+	unlabelled.Labels = nil
+	const named = "named in an extender's tlsConfig.secretRef"
 	tests := []struct {
-		name        string
-		secrets     []*corev1.Secret
-		wantMissing string
-		wantCA      []string
+		name       string
+		secrets    []*corev1.Secret
+		insecure   bool
+		wantReason string
+		want       string
+		wantCA     []string
 	}{
-		{name: "both Secrets with their keys", secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", map[string]string{"tls.crt": "cert", "tls.key": "key", "ca.crt": "ca"})}, wantCA: []string{"b"}},
-		{name: "a Secret is missing", secrets: []*corev1.Secret{tlsSecret("a", full)},
-			wantMissing: `Secret ops/b, named in an extender's tlsConfig.secretRef, does not exist`},
-		{name: "a Secret has no key", secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", map[string]string{"tls.crt": "cert"})},
-			wantMissing: `Secret ops/b, named in an extender's tlsConfig.secretRef, has no key "tls.key"`},
-		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{tlsSecret("a", full), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}, Data: map[string][]byte{"tls.crt": []byte("c"), "tls.key": []byte("k")}}},
-			wantMissing: `Secret ops/b, named in an extender's tlsConfig.secretRef, does not exist`},
+		{name: "both Secrets with their keys", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", withCA)}, wantCA: []string{"a", "b"}},
+		{name: "without a CA, insecure", insecure: true, secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", withCA)}, wantCA: []string{"b"}},
+		{name: "a Secret is missing", secrets: []*corev1.Secret{tlsSecret("a", withCA)},
+			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, does not exist`},
+		{name: "a Secret has no key", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", map[string][]byte{"tls.crt": cert1})},
+			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, has no key "tls.key"`},
+		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{tlsSecret("a", withCA), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", Labels: map[string]string{LabelExtenderTLS: "true"}}, Data: full}},
+			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, does not exist`},
+		{name: "a Secret without consent", secrets: []*corev1.Secret{tlsSecret("a", withCA), unlabelled},
+			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so`},
+		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key2, "ca.crt", string(cert2)))},
+			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`},
+		{name: "a CA that is no certificate", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key1, "ca.crt", "ca"))},
+			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: ca.crt holds no PEM certificate`},
+		{name: "HTTPS without a CA", secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", withCA)},
+			wantReason: "SecretInvalid", want: `Secret ops/a, named in spec.extenders[0].tlsConfig.secretRef, has no ca.crt and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,15 +147,19 @@ func TestReadExtenderSecrets(t *testing.T) {
 				objs = append(objs, s)
 			}
 			r := fakeObjects(objs...)
-			proc := dedicated(withTLSExtenders("p", "a", "b"))
-			missing, err := r.readExtenderSecrets(t.Context(), proc)
+			p := withTLSExtenders("p", "a", "b")
+			if tc.insecure {
+				p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(true)
+			}
+			proc := dedicated(p)
+			refusal, err := r.readExtenderSecrets(t.Context(), proc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if missing != tc.wantMissing {
-				t.Errorf("missing = %q, want %q", missing, tc.wantMissing)
+			if refusal.reason != tc.wantReason || refusal.message != tc.want {
+				t.Errorf("refusal %s %q, want %s %q", refusal.reason, refusal.message, tc.wantReason, tc.want)
 			}
-			if tc.wantMissing == "" && (len(proc.secrets.hash) != 10 || !cmp.Equal(sets.List(proc.secrets.withCA), tc.wantCA)) {
+			if tc.want == "" && (len(proc.secrets.hash) != 10 || !cmp.Equal(sets.List(proc.secrets.withCA), tc.wantCA)) {
 				t.Errorf("hash %q and Secrets with a CA %v, want 10 characters and %v", proc.secrets.hash, sets.List(proc.secrets.withCA), tc.wantCA)
 			}
 		})
@@ -134,27 +168,27 @@ func TestReadExtenderSecrets(t *testing.T) {
 
 // TestExtenderSecretsHash: the hash follows the keys the scheduler reads, and only those.
 func TestExtenderSecretsHash(t *testing.T) {
-	hashOf := func(data map[string]string) string {
+	hashOf := func(data map[string][]byte) string {
 		t.Helper()
 		r := fakeObjects(tlsSecret("a", data))
-		proc := dedicated(withTLSExtenders("p", "a"))
-		if missing, err := r.readExtenderSecrets(t.Context(), proc); err != nil || missing != "" {
-			t.Fatalf("reading the Secret: %v %s", err, missing)
+		p := withTLSExtenders("p", "a")
+		p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(true)
+		proc := dedicated(p)
+		if refusal, err := r.readExtenderSecrets(t.Context(), proc); err != nil || refusal.refused() {
+			t.Fatalf("reading the Secret: %v %s", err, refusal.message)
 		}
 		return proc.secrets.hash
 	}
-	base := hashOf(map[string]string{"tls.crt": "cert-1", "tls.key": "key-1"})
-	for name, data := range map[string]map[string]string{
-		"new certificate": {"tls.crt": "cert-2", "tls.key": "key-1"},
-		"new key":         {"tls.crt": "cert-1", "tls.key": "key-2"},
-		"CA added":        {"tls.crt": "cert-1", "tls.key": "key-1", "ca.crt": "ca"},
-		"bytes moved":     {"tls.crt": "cert-1k", "tls.key": "ey-1"},
+	base := hashOf(pairData(cert1, key1))
+	for name, data := range map[string]map[string][]byte{
+		"new pair": pairData(cert2, key2),
+		"CA added": pairData(cert1, key1, "ca.crt", string(cert2)),
 	} {
 		if hashOf(data) == base {
 			t.Errorf("%s: the hash stayed %s", name, base)
 		}
 	}
-	if got := hashOf(map[string]string{"tls.crt": "cert-1", "tls.key": "key-1", "note": "x"}); got != base {
+	if got := hashOf(pairData(cert1, key1, "note", "x")); got != base {
 		t.Errorf("a key the scheduler does not read changed the hash: %s, want %s", got, base)
 	}
 }
@@ -174,8 +208,8 @@ func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(obs.invalid, want) || obs.secretMissing != "" {
-		t.Errorf("profile: invalid %q, secret missing %q; want the key refused and no Secret reported", obs.invalid, obs.secretMissing)
+	if !strings.Contains(obs.invalid, want) || obs.secret.refused() {
+		t.Errorf("profile: invalid %q, secret missing %q; want the key refused and no Secret reported", obs.invalid, obs.secret.message)
 	}
 
 	s := testutil.MakeScheduler("inline-key").Extender(extender).Obj()
@@ -184,7 +218,7 @@ func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(sobs.invalid, want) || sobs.secretMissing != "" {
-		t.Errorf("Scheduler: invalid %q, secret missing %q; want the key refused and no Secret reported", sobs.invalid, sobs.secretMissing)
+	if !strings.Contains(sobs.invalid, want) || sobs.secret.refused() {
+		t.Errorf("Scheduler: invalid %q, secret missing %q; want the key refused and no Secret reported", sobs.invalid, sobs.secret.message)
 	}
 }

@@ -58,9 +58,9 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 	case obs.invalid != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig,
 			"the scheduler would refuse this configuration, so it is not rolled out: "+obs.invalid)
-	case obs.secretMissing != "":
-		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretNotFound,
-			obs.secretMissing+"; nothing is rolled out until it exists")
+	case obs.secret.refused():
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, obs.secret.reason,
+			obs.secret.message+"; nothing is rolled out until "+obs.secret.until())
 	case obs.apiMissing != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
 	case obs.skew.refused != "":
@@ -144,9 +144,9 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	case d != nil && obs.invalid != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 			"the latest change is invalid (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	case d != nil && obs.secretMissing != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound,
-			"a Secret of an extender is missing (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	case d != nil && obs.secret.refused():
+		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, obs.secret.reason,
+			"a Secret of an extender is "+obs.secret.what()+" (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
 	case obs.apiMissing != "":
 		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable,
 			"the scheduler's feature gates need an API the cluster does not serve (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")

@@ -32,6 +32,13 @@ const (
 	// names it. Nothing is rolled out until it exists, and a running scheduler keeps running. On a
 	// Scheduler, which has no ConfigValid condition, it is a reason of Degraded.
 	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretInvalid means a Secret that an extender's tlsConfig.secretRef names cannot be
+	// used: it is not labelled scheduling.schedops.io/extender-tls=true, its tls.crt and tls.key
+	// are not a certificate and its key, its ca.crt holds no certificate, or an HTTPS extender
+	// would have no CA to verify the extender with (and does not set insecure: true). The message
+	// names the Secret and what is wrong. Nothing is rolled out until it is fixed, and a running
+	// scheduler keeps running. On a Scheduler it is a reason of Degraded.
+	ReasonSecretInvalid = "SecretInvalid"
 	// ReasonVersionSkew means the scheduler would be newer than the cluster's kube-apiserver, which
 	// Kubernetes' version skew policy does not allow (or the apiserver's version cannot be read as
 	// one); the message names both versions. Nothing is rolled out, and a running scheduler keeps

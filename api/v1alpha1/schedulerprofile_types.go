@@ -333,10 +333,13 @@ type ExtenderTLSConfig struct {
 
 	// secretRef names a Secret in the operator's namespace with the client certificate ("tls.crt")
 	// and its key ("tls.key"), and optionally the CA bundle that signs the extender's certificate
-	// ("ca.crt"): the keys of a kubernetes.io/tls Secret. The operator mounts it read-only into the
-	// scheduler's pods and points the scheduler's certFile, keyFile and caFile at it. A change of
-	// the Secret's content rolls the scheduler; while the Secret or one of its two required keys is
-	// missing, nothing is rolled out (ConfigValid is False, reason SecretNotFound).
+	// ("ca.crt"): the keys of a kubernetes.io/tls Secret. The Secret must be labelled
+	// scheduling.schedops.io/extender-tls: "true", its consent to this use. The operator mounts
+	// those three keys only, read-only, into the scheduler's pods and points the scheduler's
+	// certFile, keyFile and caFile at them. A change of the Secret's content rolls the scheduler;
+	// while the Secret or one of its two required keys is missing, nothing is rolled out
+	// (ConfigValid is False, reason SecretNotFound), nor while it is unlabelled, its certificate
+	// and key are not a pair, or its ca.crt holds no certificate (reason SecretInvalid).
 	// +optional
 	SecretRef ExtenderSecretReference `json:"secretRef,omitzero"`
 

@@ -143,9 +143,11 @@ func (r *Runner) writeKubeconfig(ctx context.Context, d *appsv1.Deployment, path
 // of each mount path.
 func (r *Runner) writeSecretVolumes(ctx context.Context, d *appsv1.Deployment, dir string) (map[string]string, error) {
 	secrets := map[string]string{}
+	items := map[string][]corev1.KeyToPath{}
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		if v.Secret != nil {
 			secrets[v.Name] = v.Secret.SecretName
+			items[v.Name] = v.Secret.Items
 		}
 	}
 	mounts := map[string]string{}
@@ -162,8 +164,24 @@ func (r *Runner) writeSecretVolumes(ctx context.Context, d *appsv1.Deployment, d
 		if err := os.MkdirAll(local, 0o700); err != nil {
 			return nil, err
 		}
+		// With items, a kubelet writes only the listed keys, at their paths; a listed key the
+		// Secret lacks fails the mount.
+		files := map[string][]byte{}
 		for key, data := range secret.Data {
-			if err := os.WriteFile(filepath.Join(local, key), data, 0o600); err != nil {
+			files[key] = data
+		}
+		if len(items[m.Name]) > 0 {
+			files = map[string][]byte{}
+			for _, item := range items[m.Name] {
+				data, ok := secret.Data[item.Key]
+				if !ok {
+					return nil, fmt.Errorf("secret %q has no key %q of volume %s", name, item.Key, m.Name)
+				}
+				files[item.Path] = data
+			}
+		}
+		for file, data := range files {
+			if err := os.WriteFile(filepath.Join(local, file), data, 0o600); err != nil {
 				return nil, err
 			}
 		}

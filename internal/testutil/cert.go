@@ -25,3 +25,13 @@ func LocalServingCert(dir string) ([]byte, error) {
 	}
 	return certPEM, nil
 }
+
+// KeyPair returns a self-signed certificate for cn and its key, PEM-encoded: a client
+// certificate that tls.X509KeyPair loads, and a CA bundle that verifies it.
+func KeyPair(cn string) (certPEM, keyPEM []byte) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(cn, nil, nil)
+	if err != nil {
+		panic(err) // only a broken random source fails
+	}
+	return certPEM, keyPEM
+}

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"crypto/x509"
 	"path"
 
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -29,6 +30,9 @@ const (
 // keyDataRefused is the message for an inline private key.
 const keyDataRefused = "keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef"
 
+// unverifiedHTTPS is the message for an HTTPS extender without a CA.
+const unverifiedHTTPS = "enableHTTPS without a CA does not verify the extender's certificate: set caData, or a secretRef whose Secret has ca.crt, or insecure: true to call it unverified"
+
 // ExtenderSecretDir is the directory where the scheduler's pods mount the named Secret.
 func ExtenderSecretDir(secret string) string {
 	return path.Join(ExtenderSecretsDir, secret)
@@ -53,10 +57,18 @@ func ValidateExtenders(extenders []v1alpha1.Extender, path *field.Path) field.Er
 	var errs field.ErrorList
 	for i, e := range extenders {
 		t := e.TLSConfig
+		tlsPath := path.Index(i).Child("tlsConfig")
+		if ptr.Deref(e.EnableHTTPS, false) && (t == nil || (t.SecretRef.Name == "" && len(t.CAData) == 0 && !ptr.Deref(t.Insecure, false))) {
+			// kube-scheduler calls an HTTPS extender without a CA unverified, without a word:
+			// that must be asked for. A Secret's ca.crt is checked when the Secret is read.
+			errs = append(errs, field.Required(tlsPath.Child("caData"), unverifiedHTTPS))
+		}
 		if t == nil {
 			continue
 		}
-		tlsPath := path.Index(i).Child("tlsConfig")
+		if len(t.CAData) > 0 && !x509.NewCertPool().AppendCertsFromPEM(t.CAData) {
+			errs = append(errs, field.Invalid(tlsPath.Child("caData"), field.OmitValueType{}, "holds no PEM certificate"))
+		}
 		if len(t.KeyData) > 0 {
 			errs = append(errs, field.Forbidden(tlsPath.Child("keyData"), keyDataRefused))
 		}

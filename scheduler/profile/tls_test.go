@@ -73,10 +73,11 @@ func TestRenderExtenderTLSPaths(t *testing.T) {
 	}
 }
 
-// TestRenderRefusesInlineKeys checks that a profile or a process with an inline private key is
-// refused with a field path and a message that says where the key goes, and that the key is
-// never rendered even if the check were skipped.
-func TestRenderRefusesInlineKeys(t *testing.T) {
+// TestRenderRefusesInlineKeysAndUnverifiedHTTPS checks that a profile or a process with an
+// inline private key is refused with a field path and a message that says where the key goes,
+// and that the key is never rendered even if the check were skipped; and that an HTTPS extender
+// without a CA is refused unless it sets insecure, and a caData that is no certificate.
+func TestRenderRefusesInlineKeysAndUnverifiedHTTPS(t *testing.T) {
 	key := []byte("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----\n")
 	withTLS := func(tls v1alpha1.ExtenderTLSConfig) []v1alpha1.Extender {
 		return []v1alpha1.Extender{
@@ -84,6 +85,14 @@ func TestRenderRefusesInlineKeys(t *testing.T) {
 			{URLPrefix: "https://e/x", FilterVerb: ptr.To("filter"), TLSConfig: &tls},
 		}
 	}
+	https := func(tls *v1alpha1.ExtenderTLSConfig) []v1alpha1.Extender {
+		return []v1alpha1.Extender{
+			{URLPrefix: "http://plain/x", FilterVerb: ptr.To("filter")},
+			{URLPrefix: "https://e/x", FilterVerb: ptr.To("filter"), EnableHTTPS: ptr.To(true), TLSConfig: tls},
+		}
+	}
+	ca, _ := testutil.KeyPair("extender-ca")
+	const unverifiedHTTPSText = "enableHTTPS without a CA does not verify the extender's certificate: set caData, or a secretRef whose Secret has ca.crt, or insecure: true to call it unverified"
 	tests := []struct {
 		name      string
 		extenders []v1alpha1.Extender
@@ -95,7 +104,17 @@ func TestRenderRefusesInlineKeys(t *testing.T) {
 		{name: "certData with secretRef", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CertData: []byte("cert"), SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}}),
 			want: field.ErrorList{field.Forbidden(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "certData"),
 				"certData and secretRef are exclusive: with secretRef the client certificate is the Secret's tls.crt")}},
-		{name: "secretRef and caData", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CAData: []byte("ca"), SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}})},
+		{name: "secretRef and caData", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CAData: ca, SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}})},
+		{name: "caData that is no certificate", extenders: withTLS(v1alpha1.ExtenderTLSConfig{CAData: []byte("ca"), SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}}),
+			want: field.ErrorList{field.Invalid(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "caData"), field.OmitValueType{}, "holds no PEM certificate")}},
+		{name: "HTTPS without tlsConfig", extenders: https(nil),
+			want: field.ErrorList{field.Required(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "caData"), unverifiedHTTPSText)}},
+		{name: "HTTPS with a client certificate and no CA", extenders: https(&v1alpha1.ExtenderTLSConfig{CertData: []byte("cert")}),
+			want: field.ErrorList{field.Required(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "caData"), unverifiedHTTPSText)}},
+		{name: "HTTPS, insecure on purpose", extenders: https(&v1alpha1.ExtenderTLSConfig{Insecure: ptr.To(true)})},
+		{name: "HTTPS with caData", extenders: https(&v1alpha1.ExtenderTLSConfig{CAData: ca})},
+		// The Secret's ca.crt is checked when the Secret is read (controllers).
+		{name: "HTTPS with a Secret", extenders: https(&v1alpha1.ExtenderTLSConfig{SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,7 @@ func (ca testCA) clientCertSecret(t *testing.T, name, commonName string) *corev1
 	t.Helper()
 	certPEM, keyPEM := ca.sign(t, certutil.Config{CommonName: commonName, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name, Labels: map[string]string{controllers.LabelExtenderTLS: "true"}},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM()},
 	}
@@ -193,6 +194,42 @@ spec:
 	}
 	if got := ext.callers()[callsBefore:]; len(got) == 0 || got[len(got)-1] != "scheduler-client-2" {
 		t.Errorf("after the rotation the extender was called by %v, want scheduler-client-2", got)
+	}
+
+	// A certificate with another certificate's key: refused before rollout, and the running
+	// scheduler keeps its configuration and its certificate.
+	revision, err = deploymentRevision(t.Context(), deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := ca.clientCertSecret(t, secret.Name, "scheduler-client-3")
+	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data[corev1.TLSPrivateKeyKey] = other.Data[corev1.TLSPrivateKeyKey]
+	if err := k8s.Update(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	refused := waitCondition(t, p.Name, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretInvalid, 30*time.Second)
+	if c := meta.FindStatusCondition(refused.Status.Conditions, schedulingv1alpha1.ConditionConfigValid); !strings.Contains(c.Message, "tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key") {
+		t.Errorf("ConfigValid says %q, want the mismatched pair named", c.Message)
+	}
+	testutil.Consistently(t, 3*time.Second, "the scheduler of "+p.Name+" to keep its revision", func(ctx context.Context) error {
+		now, err := deploymentRevision(ctx, deployment)
+		if err != nil {
+			return err
+		}
+		if now != revision {
+			return fmt.Errorf("the Deployment moved from revision %s to %s", revision, now)
+		}
+		return nil
+	})
+	callsBefore = len(ext.callers())
+	if n := schedule(t, nodes.pod("mtls-2", "e2e-mtls", 100))[0]; n.Name != "mtls-small" {
+		t.Errorf("pod mtls-2 landed on %s; the extender allows only mtls-small", n.Name)
+	}
+	if got := ext.callers()[callsBefore:]; len(got) == 0 || got[len(got)-1] != "scheduler-client-2" {
+		t.Errorf("with the mismatched Secret the extender was called by %v, want scheduler-client-2 (the running scheduler)", got)
 	}
 
 	// A private key inline is refused by the apiserver.

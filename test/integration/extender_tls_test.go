@@ -18,11 +18,32 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
-// testKeyPEM stands for a client key: the operator never parses it, and no rendered configuration
-// may contain it.
-const testKeyPEM = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIK6test\n-----END EC PRIVATE KEY-----\n"
+// Client key pairs of the tests: the operator loads them as the scheduler does
+// (tls.X509KeyPair), and no rendered configuration may contain a key.
+var (
+	testCert1, testKey1 = testutil.KeyPair("client-1")
+	testCert2, testKey2 = testutil.KeyPair("client-2")
+)
 
-var secretNotFound = conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretNotFound}
+var (
+	secretNotFound = conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretNotFound}
+	secretInvalid  = conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretInvalid}
+)
+
+// extenderSecret is a Secret of the operator's namespace that consents to extender use, with
+// data.
+func extenderSecret(name string, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name, Labels: map[string]string{controllers.LabelExtenderTLS: "true"}},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+// pair is the data of an extender Secret: a certificate, its key and a CA bundle.
+func pair(cert, key []byte) map[string][]byte {
+	return map[string][]byte{"tls.crt": cert, "tls.key": key, "ca.crt": testCert2}
+}
 
 // tlsExtender is an HTTPS extender whose client certificate is in the named Secret.
 func tlsExtender(secret string) schedulingv1alpha1.Extender {
@@ -34,8 +55,10 @@ func tlsExtender(secret string) schedulingv1alpha1.Extender {
 
 // TestControllerExtenderSecret: a profile whose extender names a Secret that does not exist (or
 // lacks tls.key) is not rolled out, and says which Secret and key; once the Secret is complete the
-// scheduler rolls out with the Secret mounted and no key in its ConfigMap; a new certificate rolls
-// the pods and keeps the ConfigMap; a Secret deleted later leaves the running scheduler alone.
+// scheduler rolls out with the Secret's TLS keys mounted and no key in its ConfigMap; a new
+// certificate rolls the pods and keeps the ConfigMap; a mismatched pair and a Secret without the
+// consent label are refused (SecretInvalid) and, like a Secret deleted later, leave the running
+// scheduler alone.
 func TestControllerExtenderSecret(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
@@ -50,11 +73,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 		t.Error(err)
 	}
 
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: secretName},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{"tls.crt": []byte("certificate 1")},
-	}
+	secret := extenderSecret(secretName, map[string][]byte{"tls.crt": testCert1})
 	k.createSecret(t, secret)
 	k.waitForConfigValidMessage(t, name, secretNotFound, `has no key "tls.key"`)
 	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
@@ -62,7 +81,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 	}
 
 	// The Secret is completed: the profile recovers without a change of its own.
-	k.updateSecret(t, secret, map[string][]byte{"tls.crt": []byte("certificate 1"), "tls.key": []byte(testKeyPEM), "ca.crt": []byte("ca")})
+	k.updateSecret(t, secret, pair(testCert1, testKey1))
 	before := k.waitForRollout(t, name)
 	objs := k.waitForOwned(t, before, before.Status.ConfigMapName)
 	config := objs[objConfigMap].(*corev1.ConfigMap).Data["config.yaml"]
@@ -80,7 +99,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
 
 	// Rotation: a new certificate is a new pod template, with the same configuration.
-	k.updateSecret(t, secret, map[string][]byte{"tls.crt": []byte("certificate 2"), "tls.key": []byte(testKeyPEM), "ca.crt": []byte("ca")})
+	k.updateSecret(t, secret, pair(testCert2, testKey2))
 	rotated := k.waitForRevision(t, before.Status.DeploymentName, func(rev string) bool { return rev != d.Spec.Template.Annotations[controllers.AnnotationRevision] })
 	if got, was := rotated.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash], d.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash]; got == was {
 		t.Errorf("The Secrets' hash stayed %s after the rotation", got)
@@ -96,6 +115,27 @@ func TestControllerExtenderSecret(t *testing.T) {
 		t.Errorf("The rotation changed the ConfigMap from %s to %s", before.Status.ConfigMapName, after.Status.ConfigMapName)
 	}
 	k.markDeploymentAvailable(t, before.Status.DeploymentName)
+	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
+
+	// A certificate with another certificate's key, then a Secret that no longer consents:
+	// refused before rollout, naming what is wrong; the running scheduler is not touched.
+	k.updateSecret(t, secret, pair(testCert2, testKey1))
+	k.waitForConfigValidMessage(t, name, secretInvalid, fmt.Sprintf("Secret %s/%s, named in an extender's tlsConfig.secretRef: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key; nothing is rolled out until it is fixed", operatorNamespace, secretName))
+	k.waitForConditions(t, name, secretInvalid, available,
+		conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretInvalid})
+	k.updateSecret(t, secret, pair(testCert2, testKey2))
+	k.waitForConditions(t, name, configValid, available, notDegraded)
+	if err := k.admin.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Labels = nil
+	if err := k.admin.Update(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	k.waitForConfigValidMessage(t, name, secretInvalid, "is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so")
+	if still := k.liveDeployment(t, before.Status.DeploymentName); still.Spec.Template.Annotations[controllers.AnnotationRevision] != rotated.Spec.Template.Annotations[controllers.AnnotationRevision] {
+		t.Errorf("The Deployment changed while the Secret was refused")
+	}
 
 	// The Secret goes away: refused, and the running scheduler is not touched.
 	if err := k.admin.Delete(t.Context(), secret); err != nil {
@@ -118,9 +158,12 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 	k.startOperator(t, k.cfg)
 	name := uniqueName("ctl-tls-shared")
 	secretName := name + "-client"
+	// Its Secret has no ca.crt: the extender says it calls unverified.
+	extender := tlsExtender(secretName)
+	extender.TLSConfig.Insecure = ptr.To(true)
 	k.createScheduler(t, &schedulingv1alpha1.Scheduler{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       schedulingv1alpha1.SchedulerSpec{Extenders: []schedulingv1alpha1.Extender{tlsExtender(secretName)}},
+		Spec:       schedulingv1alpha1.SchedulerSpec{Extenders: []schedulingv1alpha1.Extender{extender}},
 	})
 	member := name + "-a"
 	k.createProfile(t, testutil.MakeProfile(member).SchedulerRef(name).Obj())
@@ -131,11 +174,7 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 		t.Error(err)
 	}
 
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: secretName},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{"tls.crt": []byte("certificate"), "tls.key": []byte(testKeyPEM)},
-	}
+	secret := extenderSecret(secretName, map[string][]byte{"tls.crt": testCert1, "tls.key": testKey1})
 	k.createSecret(t, secret)
 	k.waitForConditions(t, member, configValid)
 	s := k.waitForScheduler(t, name, "to run its member", func(s *schedulingv1alpha1.Scheduler) error {
@@ -193,6 +232,14 @@ func checkSecretMounted(t *testing.T, d *appsv1.Deployment, secret string) {
 	for _, v := range spec.Volumes {
 		if v.Secret != nil && v.Secret.SecretName == secret {
 			volume = v.Name
+			var keys []string
+			for _, item := range v.Secret.Items {
+				keys = append(keys, item.Key)
+			}
+			// Only the TLS keys are mounted, never the whole Secret.
+			if len(keys) < 2 || keys[0] != "tls.crt" || keys[1] != "tls.key" || (len(keys) == 3 && keys[2] != "ca.crt") || len(keys) > 3 {
+				t.Errorf("Deployment %s mounts the keys %v of Secret %s, want tls.crt, tls.key and maybe ca.crt", d.Name, keys, secret)
+			}
 		}
 	}
 	mounted := false

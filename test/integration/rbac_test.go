@@ -135,10 +135,7 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 			t.Errorf("Creating a Secret in %s as the operator: got %v, want Forbidden", operatorNamespace, err)
 		}
 		// The operator reads a profile's Secret with these permissions.
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: uniqueName("ctl-rbac-client")},
-			Data:       map[string][]byte{"tls.crt": []byte("certificate"), "tls.key": []byte(testKeyPEM)},
-		}
+		secret := extenderSecret(uniqueName("ctl-rbac-client"), pair(testCert1, testKey1))
 		k.createSecret(t, secret)
 		withTLS := testutil.MakeProfile(uniqueName("ctl-rbac-tls")).Obj()
 		withTLS.Spec.Extenders = []schedulingv1alpha1.Extender{tlsExtender(secret.Name)}

@@ -43,7 +43,8 @@ var iptablesTables = []string{"filter", "nat", "mangle", "raw", "security"}
 // restoredSysctls are the settings that kubelet (vm, kernel), the bridge CNI plugin (forwarding)
 // and kube-proxy (route_localnet, conntrack) may change. Missing ones are skipped.
 var restoredSysctls = []string{
-	"net/ipv4/ip_forward", // first: writing it also resets conf/*/forwarding
+	"net/ipv4/ip_forward", // first: writing it also resets conf/*/forwarding and conf/all/accept_redirects
+	"net/ipv4/conf/all/accept_redirects",
 	"net/ipv4/conf/all/forwarding", "net/ipv4/conf/default/forwarding",
 	"net/ipv6/conf/all/forwarding", "net/ipv6/conf/default/forwarding",
 	"net/ipv4/conf/all/route_localnet",

@@ -14,6 +14,40 @@
 // Start writes the started processes to a state file in WorkDir, so that another process can find
 // and stop them with Attach(dir) and Stop (this is what hack/localcluster does).
 //
+// # A real node
+//
+// With Options.RealNode, Start also runs one real node beside kwok's fake ones: containerd (Debian's
+// 1.6, `make node-deps`), a kubelet and kube-proxy (from BinDir). It needs root (else ErrNeedsRoot)
+// and changes the host, so it records the host's state in the state file first:
+//
+//	c, err := localcluster.Start(ctx, localcluster.Options{..., RealNode: &localcluster.RealNodeOptions{
+//		Images: []string{"bin/images/pause.tar"}, SandboxImage: "localcluster.invalid/pause:1"}})
+//	node, _ := c.RealNode() // name, IP, bridge, subnet
+//
+// Before the apiserver starts, Start creates a bridge (lcbr<id>, id from WorkDir) with the gateway
+// address of a /24 of 10.250.0.0/16 that no host address or route overlaps, and a chain of ours in
+// the mangle table's FORWARD (IPv4 and IPv6) that drops every packet forwarded from the bridge to
+// another interface: no pod traffic leaves the machine. The apiserver then binds and advertises that
+// address instead of 127.0.0.1 (its serving certificate names it, every kubeconfig points at it,
+// the lease endpoint reconciler publishes it), so pods reach it through the kubernetes Service.
+// The pods' network is CNI bridge with host-local addresses of the /24, no masquerade, plus
+// portmap. containerd keeps its root, state, socket and the pods' network namespaces in
+// WorkDir/node and imports RealNodeOptions.Images; a pull would go to a closed port on 127.0.0.1.
+// The kubelet runs with cgroupfs below its own cgroupRoot (/localcluster-<id>), serves on the
+// bridge address with the cluster CA and webhook authorization, and gives pods a resolv.conf without
+// nameservers. kube-proxy runs in iptables mode and leaves the conntrack sysctls alone. Start
+// returns once the node is Ready and untainted.
+//
+// Stop (also after Attach) stops kubelet and kube-proxy, kills every process in the node's cgroups,
+// stops containerd and its shims (found by their -address argument), unmounts everything under
+// WorkDir, removes the shims' sockets and runc state in /run/containerd, libcni's cached results of
+// our sandboxes and the kubelet's /var/log/containers links, deletes the veths and the bridge,
+// restores every iptables and ip6tables table that differs from the one recorded (a table that did
+// not exist is deleted), writes back the sysctls kubelet and the bridge plugin change, removes the
+// cgroups and the host directories that did not exist before. SnapshotHost and HostSnapshot.Diff
+// let a test check that nothing is left. One real node per host at a time: kube-proxy's chains are
+// global.
+//
 // Why not kwokctl: kwokctl v0.8.0 (binary runtime, the same binaries, offline) was measured against
 // Start on this project's 2-core machine, four alternating rounds until the default ServiceAccount and
 // kube-root-ca.crt exist: 10.9-14.0 s against 4.2-5.8 s, and 0.8 s against 0.3 s until two fake nodes

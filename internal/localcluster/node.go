@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +32,8 @@ const (
 	DefaultCNIBinDir = "/usr/lib/cni"
 
 	nodeDepsHint = "make node-deps"
+	// bridgePrefix starts the name of every real node's bridge.
+	bridgePrefix = "lcbr"
 	// unixPathMax is the size of sun_path: a unix socket path must be shorter.
 	unixPathMax = 108
 )
@@ -148,7 +151,7 @@ func (n *nodeSetup) findBinaries(binDir string) error {
 }
 
 // bridgeName is the bridge's interface name: at most 15 characters (IFNAMSIZ), unique per WorkDir.
-func (n *nodeSetup) bridgeName() string { return "lcbr" + n.id }
+func (n *nodeSetup) bridgeName() string { return bridgePrefix + n.id }
 
 // chainName is our iptables chain, in the mangle table's FORWARD (see addForwardDrop).
 func (n *nodeSetup) chainName() string { return "LOCALCLUSTER-" + n.id }
@@ -205,6 +208,9 @@ func (s *setup) completeNode() error {
 	if err := s.checkSocketPath(); err != nil {
 		return err
 	}
+	if err := checkNoOtherNode(); err != nil {
+		return err
+	}
 	subnet, err := freeSubnet(node.id)
 	if err != nil {
 		return err
@@ -258,4 +264,19 @@ func (c *Cluster) RealNode() (RealNode, bool) {
 		Name: c.node.Name, IP: c.node.Gateway, Bridge: c.node.Bridge, Subnet: c.node.Subnet,
 		ReadyAfterKubeletStart: c.nodeReady,
 	}, true
+}
+
+// checkNoOtherNode refuses a second real node on the host: kube-proxy's and kubelet's iptables
+// chains are global, and two kube-proxies would rewrite each other's rules.
+func checkNoOtherNode() error {
+	links, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return fmt.Errorf("localcluster: listing links: %w", err)
+	}
+	for _, l := range links {
+		if strings.HasPrefix(l.Name(), bridgePrefix) {
+			return fmt.Errorf("localcluster: another real node runs on this host (bridge %s); stop it first", l.Name())
+		}
+	}
+	return nil
 }

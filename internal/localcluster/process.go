@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// Process is one control-plane process started by Start.
+// Process is one process started by Start.
 type Process struct {
-	// Name is the component: etcd, kube-apiserver, kube-controller-manager, kube-scheduler or kwok.
+	// Name is the component: etcd, kube-apiserver, kube-controller-manager, kube-scheduler or kwok,
+	// and with a real node containerd, kubelet and kube-proxy.
 	Name string `json:"name"`
 	PID  int    `json:"pid"`
 	// StartTime is field 22 of /proc/<pid>/stat (clock ticks after boot). PID and StartTime together

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +36,7 @@ func (c *Cluster) stopNode() error {
 	errs = append(errs, killAll(append(shims, shimProcesses(st.ContainerdSocket)...)))
 	errs = append(errs, unmountUnder(c.workDir), removeFiles(shimFiles))
 	errs = append(errs, deleteLinks(st.Bins["ip"], st.Bridge))
-	errs = append(errs, restoreIptables(st), restoreSysctls(st), removeCgroups(st), removeHostFiles(st))
+	errs = append(errs, restoreIptables(st), restoreSysctls(st), removeCgroups(st), removeHostFiles(st, c.workDir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stopping the real node: %w", err)
 	}
@@ -110,10 +111,9 @@ func killAll(procs []*Process) error {
 	return errors.Join(errs...)
 }
 
-// shimRuntimeFiles returns the files that containerd 1.6 and its shims keep outside containerd's
-// state directory: the socket named in each task's address file (/run/containerd/s/<hash>), runc's
-// state directory (/run/containerd/runc/<namespace>/<id>), and libcni's cached results of the
-// sandboxes (/var/lib/cni/results/<network>-<id>-<interface>, also for containerd's loopback network).
+// shimRuntimeFiles returns the files that containerd 1.6's shims keep outside containerd's state
+// directory: the socket named in each task's address file (/run/containerd/s/<hash>) and runc's
+// state directory (/run/containerd/runc/<namespace>/<id>).
 func shimRuntimeFiles(stateDir string) []string {
 	var files []string
 	bundles, _ := filepath.Glob(filepath.Join(stateDir, "io.containerd.runtime.v2.task", "*", "*"))
@@ -125,8 +125,6 @@ func shimRuntimeFiles(stateDir string) []string {
 		}
 		ns, id := filepath.Base(filepath.Dir(b)), filepath.Base(b)
 		files = append(files, filepath.Join("/run/containerd/runc", ns, id))
-		cached, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", "*-"+id+"-*"))
-		files = append(files, cached...)
 	}
 	return files
 }
@@ -181,9 +179,9 @@ func mountsUnder(dir string) ([]string, error) {
 }
 
 // removeHostFiles removes what the node left outside WorkDir: kubelet's symlinks to our pod logs
-// in /var/log/containers, libcni's cached results for our network, and then the directories that
+// in /var/log/containers, libcni's cached results of our sandboxes, and then the directories that
 // did not exist before the start, if empty.
-func removeHostFiles(st *nodeState) error {
+func removeHostFiles(st *nodeState, workDir string) error {
 	var errs []error
 	links, _ := filepath.Glob("/var/log/containers/*")
 	for _, l := range links {
@@ -191,12 +189,41 @@ func removeHostFiles(st *nodeState) error {
 			errs = append(errs, os.Remove(l))
 		}
 	}
-	cached, _ := filepath.Glob(filepath.Join("/var/lib/cni/results", st.NetworkName+"-*"))
-	errs = append(errs, removeFiles(cached))
+	errs = append(errs, removeFiles(cniResults(workDir)))
 	for i := len(st.CreatedDirs) - 1; i >= 0; i-- {
 		if err := os.Remove(st.CreatedDirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("localcluster: %s is not empty: %w", st.CreatedDirs[i], err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cniResults returns libcni's cached results (/var/lib/cni/results/<network>-<id>-<interface>,
+// for our network and containerd's loopback one) whose network namespace is under workDir.
+func cniResults(workDir string) []string {
+	files, _ := filepath.Glob("/var/lib/cni/results/*")
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		var cached struct {
+			Result struct {
+				Interfaces []struct {
+					Sandbox string `json:"sandbox"`
+				} `json:"interfaces"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(data, &cached) != nil {
+			continue
+		}
+		for _, i := range cached.Result.Interfaces {
+			if strings.HasPrefix(i.Sandbox, workDir+"/") {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -95,22 +95,22 @@ func overlapsAny(n *net.IPNet, others []*net.IPNet) bool {
 	return false
 }
 
-// run runs a host program and returns its combined output; errors include the output.
-func run(bin string, args ...string) (string, error) {
-	return runInput("", bin, args...)
+// execHost runs a host program and returns its combined output; errors include the output.
+func execHost(bin string, args ...string) (string, error) {
+	return execInput("", bin, args...)
 }
 
-// runContext is run, killed when ctx ends.
-func runContext(ctx context.Context, bin string, args ...string) (string, error) {
-	return runInputContext(ctx, "", bin, args...)
+// execContext is execHost, killed when ctx ends.
+func execContext(ctx context.Context, bin string, args ...string) (string, error) {
+	return execInputContext(ctx, "", bin, args...)
 }
 
-// runInput is run with stdin.
-func runInput(stdin, bin string, args ...string) (string, error) {
-	return runInputContext(context.Background(), stdin, bin, args...)
+// execInput is execHost with stdin.
+func execInput(stdin, bin string, args ...string) (string, error) {
+	return execInputContext(context.Background(), stdin, bin, args...)
 }
 
-func runInputContext(ctx context.Context, stdin, bin string, args ...string) (string, error) {
+func execInputContext(ctx context.Context, stdin, bin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
@@ -130,7 +130,7 @@ func (n *nodeSetup) createBridge(gatewayCIDR string) error {
 		{"addr", "add", gatewayCIDR, "dev", n.bridgeName()},
 		{"link", "set", n.bridgeName(), "up"},
 	} {
-		if _, err := run(ip, args...); err != nil {
+		if _, err := execHost(ip, args...); err != nil {
 			return fmt.Errorf("localcluster: creating the bridge: %w", err)
 		}
 	}
@@ -147,7 +147,7 @@ func (n *nodeSetup) addForwardDrop() error {
 			{"-t", "mangle", "-A", n.chainName(), "-i", n.bridgeName(), "!", "-o", n.bridgeName(), "-j", "DROP"},
 			{"-t", "mangle", "-I", "FORWARD", "1", "-j", n.chainName()},
 		} {
-			if _, err := run(bin, args...); err != nil {
+			if _, err := execHost(bin, args...); err != nil {
 				return fmt.Errorf("localcluster: adding the forward drop rule: %w", err)
 			}
 		}
@@ -164,11 +164,11 @@ func deleteLinks(ipBin, bridge string) error {
 	ports, _ := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
 	var errs []string
 	for _, p := range ports {
-		if out, err := run(ipBin, "link", "del", p.Name()); err != nil && !strings.Contains(out, "Cannot find device") {
+		if out, err := execHost(ipBin, "link", "del", p.Name()); err != nil && !strings.Contains(out, "Cannot find device") {
 			errs = append(errs, err.Error())
 		}
 	}
-	if out, err := run(ipBin, "link", "del", bridge); err != nil && !strings.Contains(out, "Cannot find device") {
+	if out, err := execHost(ipBin, "link", "del", bridge); err != nil && !strings.Contains(out, "Cannot find device") {
 		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {

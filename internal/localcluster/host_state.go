@@ -188,7 +188,7 @@ func restoreTable(st *nodeState, prog, table, before, now string) error {
 	case strings.Join(normalizeIptables(now), "\n") == strings.Join(normalizeIptables(before), "\n"):
 		return nil
 	}
-	if _, err := runInput(before, st.Bins[prog+"-restore"]); err != nil {
+	if _, err := execInput(before, st.Bins[prog+"-restore"]); err != nil {
 		return fmt.Errorf("localcluster: restoring %s table %s: %w", prog, table, err)
 	}
 	return nil
@@ -199,7 +199,7 @@ func restoreTable(st *nodeState, prog, table, before, now string) error {
 func deleteTable(st *nodeState, prog, table, now string) error {
 	family := nftFamily[prog]
 	if nft, err := exec.LookPath("nft"); err == nil {
-		if _, err := run(nft, "delete", "table", family, table); err == nil {
+		if _, err := execHost(nft, "delete", "table", family, table); err == nil {
 			return nil
 		}
 	}
@@ -209,7 +209,7 @@ func deleteTable(st *nodeState, prog, table, now string) error {
 			empty += f[0] + " ACCEPT [0:0]\n"
 		}
 	}
-	if _, err := runInput(empty+"COMMIT\n", st.Bins[prog+"-restore"]); err != nil {
+	if _, err := execInput(empty+"COMMIT\n", st.Bins[prog+"-restore"]); err != nil {
 		return fmt.Errorf("localcluster: emptying %s table %s: %w", prog, table, err)
 	}
 	return nil

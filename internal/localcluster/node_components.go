@@ -85,7 +85,7 @@ func (s setup) nodeURL(port int, path string) string {
 func (c *Cluster) importImages(ctx context.Context, s setup) error {
 	for _, img := range s.node.Images {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		_, err := runContext(ctx, s.node.bins["ctr"], "--address", s.containerdSocket(), "-n", "k8s.io", "images", "import", img)
+		_, err := execContext(ctx, s.node.bins["ctr"], "--address", s.containerdSocket(), "-n", "k8s.io", "images", "import", img)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("localcluster: importing image %s: %w", img, err)

@@ -21,6 +21,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -136,18 +137,22 @@ func TestRealNode(t *testing.T) {
 // kubernetes Service's endpoint, which pods can route to.
 func checkKubernetesEndpoint(ctx context.Context, t *testing.T, client kubernetes.Interface, ip string) {
 	eventually(ctx, t, 30*time.Second, "the kubernetes Service's endpoint on "+ip, func() error {
-		ep, err := client.CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{}) //nolint:staticcheck // the apiserver's reconciler writes Endpoints
+		list, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			LabelSelector: discoveryv1.LabelServiceName + "=kubernetes",
+		})
 		if err != nil {
 			return err
 		}
-		for _, sub := range ep.Subsets {
-			for _, a := range sub.Addresses {
-				if a.IP == ip {
-					return nil
-				}
+		var addrs []string
+		for _, slice := range list.Items {
+			for _, ep := range slice.Endpoints {
+				addrs = append(addrs, ep.Addresses...)
 			}
 		}
-		return fmt.Errorf("endpoints %+v", ep.Subsets)
+		if len(addrs) != 1 || addrs[0] != ip {
+			return fmt.Errorf("endpoint addresses %v", addrs)
+		}
+		return nil
 	})
 }
 

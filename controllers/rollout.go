@@ -263,7 +263,7 @@ func rolloutStateOf(ps schedulingv1alpha1.ProcessStatus) rolloutState {
 
 // writeTo records the rollout state in a status.
 func (st rolloutState) writeTo(ps *schedulingv1alpha1.ProcessStatus) {
-	ps.LastAvailableRevision, ps.FailedRevision, ps.RolloutFailure = st.lastAvailable, st.failed, st.cause
+	ps.LastAvailableRevision, ps.FailedRevision, ps.RolloutFailure = st.lastAvailable, st.failed, bounded(st.cause, maxRolloutFailure)
 }
 
 // rolloutObservation is what one pass sees of the rollout of the Deployment's revision.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,7 @@ func setConditionOn(conds *[]metav1.Condition, generation int64, typ string, sta
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            message,
+		Message:            bounded(message, maxConditionMessage),
 		ObservedGeneration: generation,
 	})
 }
@@ -212,4 +213,29 @@ func runningHash(cfg *profile.Config, st rolloutState, d *appsv1.Deployment) str
 		return d.Spec.Template.Annotations[AnnotationConfigHash]
 	}
 	return cfg.Hash
+}
+
+// Limits of the status strings the apiserver enforces: a condition's message (metav1.Condition)
+// and rolloutFailure (the CRD). A longer string would fail the whole status write, and so every
+// retry of the pass; it is cut instead.
+const (
+	maxConditionMessage = 32768
+	maxRolloutFailure   = 4096
+)
+
+// truncatedMark ends a string that bounded cut.
+const truncatedMark = " ... (truncated)"
+
+// bounded returns s cut to at most limit bytes, at a rune boundary, ending with truncatedMark
+// when cut. The apiserver counts a string's length in characters, which are never more than its
+// bytes, so a string within limit bytes is within limit characters.
+func bounded(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit - len(truncatedMark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + truncatedMark
 }

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -152,5 +154,38 @@ func TestSetStatusKeepsTransitionTime(t *testing.T) {
 	}
 	if len(first.Status.Conditions) != 4 {
 		t.Errorf("want 4 conditions, got %d", len(first.Status.Conditions))
+	}
+}
+
+func TestBounded(t *testing.T) {
+	cases := []struct {
+		name  string
+		in    string
+		limit int
+		want  string
+	}{
+		{name: "short", in: "abc", limit: 20, want: "abc"},
+		{name: "at the limit", in: strings.Repeat("a", 20), limit: 20, want: strings.Repeat("a", 20)},
+		{name: "cut", in: strings.Repeat("a", 30), limit: 20, want: "aaaa ... (truncated)"},
+		{name: "cut before a rune it would split", in: "a" + strings.Repeat("\u00e9", 10), limit: 18, want: "a ... (truncated)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := bounded(tc.in, tc.limit)
+			if got != tc.want || len(got) > tc.limit || !utf8.ValidString(got) {
+				t.Errorf("bounded(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+			}
+		})
+	}
+	// A rollout failure and a condition message of any length fit the apiserver's limits.
+	var ps schedulingv1alpha1.ProcessStatus
+	rolloutState{cause: strings.Repeat("x", 10000)}.writeTo(&ps)
+	if len(ps.RolloutFailure) > maxRolloutFailure {
+		t.Errorf("rolloutFailure has %d characters, limit %d", len(ps.RolloutFailure), maxRolloutFailure)
+	}
+	var conds []metav1.Condition
+	setConditionOn(&conds, 1, "Degraded", metav1.ConditionTrue, "X", strings.Repeat("y", 40000))
+	if len(conds[0].Message) > maxConditionMessage {
+		t.Errorf("a condition message has %d characters, limit %d", len(conds[0].Message), maxConditionMessage)
 	}
 }

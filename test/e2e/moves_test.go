@@ -15,6 +15,7 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // TestMoveWithoutGap moves a running profile into a Scheduler whose new revision cannot start
@@ -85,7 +86,7 @@ func TestMoveWithoutGap(t *testing.T) {
 		mover, time.Since(serving).Round(10*time.Millisecond))
 	time.Sleep(2 * time.Second)
 	created := stopPods()
-	gap, at := longestGap(bound.wait(t, created))
+	gap, at := framework.LongestGap(bound.Wait(t, created, 60*time.Second))
 	t.Logf("%d pods, one every 200ms; longest gap between bindings %s, ending at %s", len(created), gap.Round(10*time.Millisecond), at.Format("15:04:05.000"))
 	if gap >= maxRolloutGap {
 		t.Errorf("no pod was bound for %s during the moves, want under %s", gap, maxRolloutGap)

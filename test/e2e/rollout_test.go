@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // maxRolloutGap bounds the longest time without a binding while a scheduler rolls. The old leader
@@ -67,7 +65,7 @@ spec:
 	// Pods keep coming after the last old scheduler stopped, so a gap at the hand-over is measured.
 	time.Sleep(2 * time.Second)
 	created := stopPods()
-	gap, at := longestGap(bound.wait(t, created))
+	gap, at := framework.LongestGap(bound.Wait(t, created, 60*time.Second))
 	t.Logf("replicas=%d: %d pods, rollout done in the runner %s after the new hash was seen; longest gap between bindings %s, ending at %s",
 		replicas, len(created), rolled.Round(100*time.Millisecond), gap.Round(10*time.Millisecond), at.Format("15:04:05.000"))
 	if gap >= maxRolloutGap {
@@ -78,107 +76,17 @@ spec:
 // createPods creates a pod of the test for schedulerName every interval until the returned
 // function is called; that returns the names of the pods created.
 func createPods(t *testing.T, nodes testNodes, schedulerName string, interval time.Duration) func() []string {
-	ctx, cancel := context.WithCancel(t.Context())
-	var names []string
-	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
-		for i := 0; ; i++ {
-			pod := nodes.pod(fmt.Sprintf("p%04d", i), schedulerName, 10)
-			if err = k8s.Create(ctx, pod); err != nil {
-				return
-			}
-			names = append(names, pod.Name)
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	return func() []string {
-		cancel()
-		<-done
-		if err != nil && ctx.Err() == nil {
-			t.Fatalf("creating pods: %v", err)
-		}
-		return names
-	}
+	return framework.CreatePods(t, k8s, interval, func(i int) *corev1.Pod {
+		return nodes.pod(fmt.Sprintf("p%04d", i), schedulerName, 10)
+	})
 }
 
-// bindings records when the test watches each pod of a test become bound.
-type bindings struct {
-	mu sync.Mutex
-	at map[string]time.Time
-}
-
-// watchBindings watches the pods of a test and records when each one is first seen bound. The
-// apiserver is local, so the time a watch event arrives is the time of the binding within
-// milliseconds (the PodScheduled condition has only a one-second resolution).
-func watchBindings(t *testing.T, test string) *bindings {
+// watchBindings watches the pods of a test and records when each one is first seen bound.
+func watchBindings(t *testing.T, test string) *framework.Bindings {
 	t.Helper()
 	cfg, err := cluster.RESTConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := watcher.Watch(t.Context(), &corev1.PodList{}, client.InNamespace("default"), client.MatchingLabels{dedicatedKey: test})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-	b := &bindings{at: map[string]time.Time{}}
-	go func() {
-		for ev := range w.ResultChan() {
-			pod, ok := ev.Object.(*corev1.Pod)
-			if !ok || pod.Spec.NodeName == "" {
-				continue
-			}
-			b.mu.Lock()
-			if _, seen := b.at[pod.Name]; !seen {
-				b.at[pod.Name] = time.Now()
-			}
-			b.mu.Unlock()
-		}
-	}()
-	return b
-}
-
-// wait waits until every pod was seen bound and returns the binding times, in order.
-func (b *bindings) wait(t *testing.T, pods []string) []time.Time {
-	t.Helper()
-	var times []time.Time
-	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d pods to be bound", len(pods)), func(context.Context) error {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		times = times[:0]
-		for _, name := range pods {
-			at, ok := b.at[name]
-			if !ok {
-				return fmt.Errorf("pod %s is not bound (%d of %d are)", name, len(b.at), len(pods))
-			}
-			times = append(times, at)
-		}
-		return nil
-	})
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	return times
-}
-
-// longestGap returns the longest time between two consecutive bindings and when it ended.
-func longestGap(times []time.Time) (time.Duration, time.Time) {
-	var gap time.Duration
-	var end time.Time
-	for i := 1; i < len(times); i++ {
-		if d := times[i].Sub(times[i-1]); d > gap {
-			gap, end = d, times[i]
-		}
-	}
-	return gap, end
+	return framework.WatchBindings(t, cfg, k8s, "default", map[string]string{dedicatedKey: test})
 }

@@ -337,25 +337,35 @@ func (c *Cluster) process(name string) *Process {
 // Stop stops the recorded processes in reverse start order (SIGTERM, then SIGKILL after a grace
 // period) and waits until they are gone. It signals only the recorded PIDs, and only while they still
 // belong to the process that was started. Once all are gone it removes the state file; stopping a
-// stopped cluster does nothing. With a real node, it first stops the node and leaves the host as the
-// start found it (see the package documentation).
+// stopped cluster does nothing. With a real node, it stops the node's processes first and, once
+// every process is gone, leaves the host as the start found it (see the package documentation).
 func (c *Cluster) Stop() error {
 	var errs []error
+	var shimFiles []string
 	if c.node != nil {
-		if err := c.stopNode(); err != nil {
+		files, err := c.stopNode()
+		if err != nil {
 			errs = append(errs, err)
-		} else {
-			// Undone: a second Stop must not restore the recorded host state over later changes.
-			c.node = nil
 		}
+		shimFiles = files
 	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].Stop(stopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("localcluster: %w", errors.Join(errs...))
+	// Only once every process is gone: a running kubelet or kube-proxy would add its rules again.
+	// After an error the state file stays, and another Stop tries again.
+	if c.node != nil && len(errs) == 0 {
+		if err := c.restoreHost(shimFiles); err != nil {
+			errs = append(errs, err)
+		} else {
+			// Undone: a second Stop must not restore the recorded host state over later changes.
+			c.node = nil
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("localcluster: %w", err)
 	}
 	if err := os.Remove(filepath.Join(c.workDir, StateFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("localcluster: %w", err)

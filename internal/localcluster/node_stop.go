@@ -13,13 +13,10 @@ import (
 	"time"
 )
 
-// stopNode stops the real node and undoes its changes to the host, in this order: kubelet and
-// kube-proxy (so nothing recreates pods or rules), the containers (every task in the cgroup root),
-// containerd, its shims (found by their -address argument), the mounts under WorkDir (rootfs,
-// volumes, network namespaces), the shims' files in /run/containerd, the links, iptables tables,
-// sysctls, cgroups and the host directories the node created. It goes on after an error, so that
-// one failure leaves as little behind as possible, and returns all errors.
-func (c *Cluster) stopNode() error {
+// stopNode stops the real node's processes, in this order: kubelet and kube-proxy (so nothing
+// recreates pods or rules), the containers (every task in the cgroup root), containerd and its shims
+// (found by their -address argument). It returns the shims' files outside WorkDir, for restoreHost.
+func (c *Cluster) stopNode() ([]string, error) {
 	st := c.node
 	var errs []error
 	for _, name := range []string{KubeProxy, Kubelet} {
@@ -34,11 +31,23 @@ func (c *Cluster) stopNode() error {
 		errs = append(errs, p.Stop(stopGrace))
 	}
 	errs = append(errs, killAll(append(shims, shimProcesses(st.ContainerdSocket)...)))
-	errs = append(errs, unmountUnder(c.workDir), removeFiles(shimFiles))
-	errs = append(errs, deleteLinks(st.Bins["ip"], st.Bridge))
+	if err := errors.Join(errs...); err != nil {
+		return shimFiles, fmt.Errorf("stopping the real node: %w", err)
+	}
+	return shimFiles, nil
+}
+
+// restoreHost undoes the real node's changes once every process is gone (the apiserver listens
+// on the bridge's address until then): the mounts under WorkDir (rootfs, volumes, network
+// namespaces), the shims' files, the links, iptables tables, sysctls, cgroups and the host
+// directories the node created. It goes on after an error, so that one failure leaves as little
+// behind as possible, and returns all errors.
+func (c *Cluster) restoreHost(shimFiles []string) error {
+	st := c.node
+	errs := []error{unmountUnder(c.workDir), removeFiles(shimFiles), deleteLinks(st.Bins["ip"], st.Bridge)}
 	errs = append(errs, restoreIptables(st), restoreSysctls(st), removeCgroups(st), removeHostFiles(st, c.workDir))
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("stopping the real node: %w", err)
+		return fmt.Errorf("restoring the host after the real node: %w", err)
 	}
 	return nil
 }

@@ -40,17 +40,7 @@ const (
 // and checks that the host is as the test found it: no process, mount, link, iptables rule, nftables table, sysctl, cgroup or file
 // left.
 func TestRealNode(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("TestRealNode needs root (kubelet, containerd, a bridge and iptables rules)")
-	}
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheduler, err := localcluster.DefaultSchedulerBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	binDir, scheduler := realNodeBinaries(t)
 	images := buildImages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -131,6 +121,62 @@ func TestRealNode(t *testing.T) {
 	if diff := before.Diff(after); len(diff) > 0 {
 		t.Errorf("the host changed after Stop:\n\t%s", strings.Join(diff, "\n\t"))
 	}
+}
+
+// TestRealNodeFailedStart checks that a start that fails once the host is changed (an image
+// tarball that containerd cannot import, after the bridge, the rules, the cgroups and containerd
+// are there) stops what it started and leaves the host as it was.
+func TestRealNodeFailedStart(t *testing.T) {
+	binDir, scheduler := realNodeBinaries(t)
+	bad := filepath.Join(t.TempDir(), "bad.tar")
+	if err := os.WriteFile(bad, []byte("not a tarball"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before, err := localcluster.SnapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workDir := t.TempDir()
+	c, err := localcluster.Start(ctx, localcluster.Options{
+		BinDir: binDir, SchedulerBinary: scheduler, WorkDir: workDir,
+		RealNode: &localcluster.RealNodeOptions{Images: []string{bad}, SandboxImage: pauseImage},
+	})
+	if err == nil {
+		_ = c.Stop()
+		t.Fatal("Start imported a file that is not an image")
+	}
+	if !strings.Contains(err.Error(), "importing image "+bad) {
+		t.Errorf("Start's error does not name the import: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(workDir, localcluster.StateFileName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the state file is left after the failed start (stat: %v)", err)
+	}
+	after, err := localcluster.SnapshotHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := before.Diff(after); len(diff) > 0 {
+		t.Errorf("the host changed after the failed start:\n\t%s", strings.Join(diff, "\n\t"))
+	}
+}
+
+// realNodeBinaries skips the test without root and returns the binary directory and the scheduler.
+func realNodeBinaries(t *testing.T) (binDir, scheduler string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a real node needs root (kubelet, containerd, a bridge and iptables rules)")
+	}
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheduler, err = localcluster.DefaultSchedulerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return binDir, scheduler
 }
 
 // checkKubernetesEndpoint checks that the apiserver advertises the bridge address as the

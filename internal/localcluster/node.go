@@ -275,7 +275,7 @@ func checkNoOtherNode() error {
 	}
 	for _, l := range links {
 		if strings.HasPrefix(l.Name(), bridgePrefix) {
-			return fmt.Errorf("localcluster: another real node runs on this host (bridge %s); stop it first", l.Name())
+			return fmt.Errorf("localcluster: another real node's bridge %s is on this host; stop that cluster first (Attach and Stop on its WorkDir)", l.Name())
 		}
 	}
 	return nil

@@ -144,6 +144,8 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 		return field.ErrorList{nameConflict(p, m.schedulerName, m.conflictWith, m.conflictServed)}, warnings, nil
 	case len(m.errs) > 0:
 		return m.errs, warnings, nil
+	case m.limit.reason != "":
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulerRef", "name"), m.limit.message)}, warnings, nil
 	case m.queueSortConflict != "":
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "plugins", "queueSort"), field.OmitValueType{},
 			fmt.Sprintf("the profiles of Scheduler %s must sort the queue alike, and its oldest member sorts it otherwise: %s", s.Name, m.queueSortConflict))}, warnings, nil

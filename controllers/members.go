@@ -37,11 +37,29 @@ type member struct {
 	// leaving is set for a profile that left the Scheduler and is served with its running entry
 	// until its new scheduler serves it.
 	leaving bool
+	// limit is set when the member is valid but does not fit: the Scheduler has its maximum of
+	// members, or the member's entry would push the configuration past its maximum size.
+	limit limitRefusal
 }
+
+// limitRefusal is why a valid member does not fit into its Scheduler: reason TooManyMembers or
+// ConfigTooLarge, and a message with the limit.
+type limitRefusal struct {
+	reason  string
+	message string
+}
+
+// MaxMembersPerScheduler is how many profiles one Scheduler serves; the next member is refused
+// alone (TooManyMembers). The Scheduler's status lists at most 256 members.
+const MaxMembersPerScheduler = 128
+
+// MaxConfigBytes is the largest rendered configuration the operator applies: a ConfigMap holds
+// at most 1 MiB, and the margin keeps room for its metadata.
+const MaxConfigBytes = 1<<20 - 64<<10
 
 // refused tells whether the latest spec of the member is not what runs.
 func (m *member) refused() bool {
-	return m.conflictWith != "" || m.invalid != "" || m.queueSortConflict != ""
+	return m.conflictWith != "" || m.invalid != "" || m.queueSortConflict != "" || m.limit.reason != ""
 }
 
 // plan is the configuration of a shared scheduler: its members in profile-name order and the
@@ -158,19 +176,81 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 	}
 	checkQueueSorts(pl.members, running, proc.run.FeatureGates)
 	slices.SortFunc(pl.members, func(a, b *member) int { return cmp.Compare(a.profile.Name, b.profile.Name) })
-	var entries []profile.Profile
-	for _, m := range pl.members {
-		if m.entry != nil {
-			entries = append(entries, *m.entry)
-		}
-	}
-	if len(entries) > 0 {
-		var err error
-		if pl.config, err = profile.RenderProcess(processSettings(proc, r.settings), entries); err != nil {
-			return nil, err
-		}
+	var err error
+	if pl.config, err = r.renderWithinLimits(s, proc, pl.members, running); err != nil {
+		return nil, err
 	}
 	return pl, nil
+}
+
+// renderWithinLimits renders the members' entries, refusing alone the members that do not fit:
+// past MaxMembersPerScheduler, or whose entry pushes the configuration past MaxConfigBytes. The
+// members that run now come first, then the others oldest first, so a newcomer never displaces
+// a running member; a refused member keeps its running entry when that fits.
+func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, proc *process, members []*member, running map[string]*profile.Profile) (*profile.Config, error) {
+	render := func(ms []*member) (*profile.Config, error) {
+		var entries []profile.Profile
+		for _, m := range members { // profile-name order, as the configuration lists them
+			if m.entry != nil && slices.Contains(ms, m) {
+				entries = append(entries, *m.entry)
+			}
+		}
+		if len(entries) == 0 {
+			return nil, nil
+		}
+		return profile.RenderProcess(processSettings(proc, r.settings), entries)
+	}
+	order := slices.Clone(members)
+	slices.SortStableFunc(order, func(a, b *member) int {
+		if ra, rb := running[a.profile.Name] != nil, running[b.profile.Name] != nil; ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return byAge(a.profile, b.profile)
+	})
+	var kept []*member
+	for _, m := range order {
+		if m.entry == nil {
+			continue
+		}
+		if len(kept) >= MaxMembersPerScheduler {
+			m.limit = limitRefusal{reason: schedulingv1alpha1.ReasonTooManyMembers,
+				message: fmt.Sprintf("Scheduler %s serves its maximum of %d profiles; this one is not served until another leaves", s.Name, MaxMembersPerScheduler)}
+			m.entry = nil
+			continue
+		}
+		kept = append(kept, m)
+	}
+	cfg, err := render(kept)
+	if err != nil || cfg == nil || len(cfg.YAML) <= MaxConfigBytes {
+		return cfg, err
+	}
+	// Over the size: add the members one by one and refuse each one that pushes it over.
+	var fits []*member
+	for _, m := range kept {
+		cfg, err := render(append(fits, m))
+		if err != nil {
+			return nil, err
+		}
+		if len(cfg.YAML) <= MaxConfigBytes {
+			fits = append(fits, m)
+			continue
+		}
+		m.limit = limitRefusal{reason: schedulingv1alpha1.ReasonConfigTooLarge,
+			message: fmt.Sprintf("with this profile the configuration of Scheduler %s would be %d bytes, more than the %d a ConfigMap can hold with its metadata; it is not rolled out, and the other profiles are", s.Name, len(cfg.YAML), MaxConfigBytes)}
+		m.entry = nil
+		if prev := running[m.profile.Name]; prev != nil {
+			m.entry = prev
+			if cfg, err := render(append(fits, m)); err == nil && len(cfg.YAML) <= MaxConfigBytes {
+				fits = append(fits, m)
+			} else {
+				m.entry = nil
+			}
+		}
+	}
+	return render(fits)
 }
 
 // checkMember checks one member on its own, as a profile with a scheduler of its own is checked.

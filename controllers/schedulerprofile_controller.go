@@ -188,6 +188,8 @@ type observation struct {
 	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
 	// oldest profile of its Scheduler.
 	queueSortConflict string
+	// limit is set when a valid shared profile does not fit into its Scheduler.
+	limit limitRefusal
 	// config is the valid configuration that was applied: the profile's own, or the one of its
 	// Scheduler that serves its latest spec.
 	config *profile.Config
@@ -299,7 +301,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if m == nil {
 		return nil
 	}
-	obs.conflictWith, obs.conflictServed, obs.invalid, obs.queueSortConflict = m.conflictWith, m.conflictServed, m.invalid, m.queueSortConflict
+	obs.conflictWith, obs.conflictServed, obs.invalid, obs.queueSortConflict, obs.limit = m.conflictWith, m.conflictServed, m.invalid, m.queueSortConflict, m.limit
 	if m.refused() || pl.config == nil {
 		return nil
 	}
@@ -333,6 +335,10 @@ func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s set
 	cfg, err := profile.Render(p, profile.Settings{Namespace: s.namespace, CASecrets: proc.secrets.withCA})
 	if err != nil {
 		return nil, err.Error(), renderErrors(err)
+	}
+	if len(cfg.YAML) > MaxConfigBytes {
+		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
+		return nil, err.Error(), field.ErrorList{err}
 	}
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs

@@ -39,6 +39,13 @@ const (
 	// names the Secret and what is wrong. Nothing is rolled out until it is fixed, and a running
 	// scheduler keeps running. On a Scheduler it is a reason of Degraded.
 	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonTooManyMembers means the profile's Scheduler already serves its maximum of profiles
+	// (128); this one is refused alone and the others are served.
+	ReasonTooManyMembers = "TooManyMembers"
+	// ReasonConfigTooLarge means the profile's entry would push the rendered configuration of its
+	// scheduler past the size a ConfigMap holds (1 MiB less a margin); the message gives the size.
+	// The profile is refused alone: the other members' changes roll out.
+	ReasonConfigTooLarge = "ConfigTooLarge"
 	// ReasonVersionSkew means the scheduler would be newer than the cluster's kube-apiserver, which
 	// Kubernetes' version skew policy does not allow (or the apiserver's version cannot be read as
 	// one); the message names both versions. Nothing is rolled out, and a running scheduler keeps

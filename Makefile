@@ -144,10 +144,10 @@ $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy: hack/tools/kubelet/go.mod hack/tools/kub
 	cd hack/tools/kubelet && go build -ldflags '$(LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
 # The real node's container runtime, CNI plugins and packet filter come from Debian's packages.
-NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack nftables iproute2
 .PHONY: node-deps
-node-deps: ## Install what the real node needs from Debian's packages (containerd, runc, CNI plugins, iptables, conntrack); needs root.
-	@missing=""; for b in containerd containerd-shim-runc-v2 ctr runc iptables-save conntrack; do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
+node-deps: ## Install what the real node needs from Debian's packages (containerd, runc, CNI plugins, iptables, conntrack, nftables, iproute2); needs root.
+	@missing=""; for b in containerd containerd-shim-runc-v2 ctr runc iptables-save conntrack nft ip; do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
 	[ -x /usr/lib/cni/bridge ] || missing="$$missing cni-plugins"; \
 	if [ -n "$$missing" ]; then echo "node-deps: installing$$missing"; apt-get install -y --no-install-recommends $(NODE_PACKAGES); fi
 

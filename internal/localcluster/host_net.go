@@ -122,13 +122,19 @@ func execInputContext(ctx context.Context, stdin, bin string, args ...string) (s
 	return string(out), nil
 }
 
-// createBridge creates the bridge with the gateway address of its subnet and sets it up.
+// createBridge creates the bridge with the gateway address of its subnet, sets it up, and routes
+// the Service range to it with the gateway as source: the host's own connections to Service IPs
+// (the apiserver calling a webhook, a test scraping metrics) are DNATed by kube-proxy to pods on
+// the bridge, and without this route their source would be the address of the host's default
+// route, its external interface. The route goes with the bridge.
 func (n *nodeSetup) createBridge(gatewayCIDR string) error {
 	ip := n.bins["ip"]
+	gateway, _, _ := strings.Cut(gatewayCIDR, "/")
 	for _, args := range [][]string{
 		{"link", "add", n.bridgeName(), "type", "bridge"},
 		{"addr", "add", gatewayCIDR, "dev", n.bridgeName()},
 		{"link", "set", n.bridgeName(), "up"},
+		{"route", "add", serviceCIDR, "dev", n.bridgeName(), "src", gateway},
 	} {
 		if _, err := execHost(ip, args...); err != nil {
 			return fmt.Errorf("localcluster: creating the bridge: %w", err)

@@ -36,6 +36,38 @@ type HostSnapshot struct {
 type HostProcess struct {
 	PPID    int
 	Cmdline string
+	// Exe is the base name of the process's executable; Cgroup its /proc/<pid>/cgroup.
+	Exe, Cgroup string
+}
+
+// clusterPrograms are the executables a cluster with a real node runs on the host or in its
+// containers: the control plane, the node, the runtime, and the images of the tests.
+var clusterPrograms = map[string]bool{
+	Etcd: true, APIServer: true, ControllerManager: true, Scheduler: true, Kwok: true, Kubelet: true, KubeProxy: true,
+	Containerd: true, "containerd-shim-runc-v2": true, "runc": true, "pause": true, "manager": true,
+}
+
+// fromCluster reports whether a process is one a cluster may have started: one of its programs or
+// any process in the node's cgroups. Other processes that the machine starts meanwhile (a shell of
+// another user, a daemon) are no leftover of the cluster.
+func (p HostProcess) fromCluster() bool {
+	exe := p.Exe
+	if exe == "" {
+		exe, _, _ = strings.Cut(p.Cmdline, " ")
+		exe = filepath.Base(exe)
+	}
+	return clusterPrograms[exe] || strings.Contains(p.Cgroup, "/localcluster-")
+}
+
+// clusterCgroup reports whether a cgroup directory is one a real node creates (below its cgroup
+// root, kubelet's kubepods, containerd's): others come and go with the machine's own processes.
+func clusterCgroup(dir string) bool {
+	for _, part := range []string{"localcluster", "kubepods", "kubelet", "containerd", "/pod"} {
+		if strings.Contains(dir, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshotDirs are the host directories whose contents a HostSnapshot lists.
@@ -94,8 +126,14 @@ func hostProcesses() (map[string]HostProcess, error) {
 			continue
 		}
 		ppid, _ := strconv.Atoi(fields[1])
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		procs[e.Name()+"/"+fields[19]] = HostProcess{PPID: ppid, Cmdline: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))}
+		dir := filepath.Join("/proc", e.Name())
+		cmdline, _ := os.ReadFile(filepath.Join(dir, "cmdline"))
+		exe, _ := os.Readlink(filepath.Join(dir, "exe"))
+		cgroup, _ := os.ReadFile(filepath.Join(dir, "cgroup"))
+		procs[e.Name()+"/"+fields[19]] = HostProcess{
+			PPID: ppid, Cmdline: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")),
+			Exe: filepath.Base(strings.TrimSuffix(exe, " (deleted)")), Cgroup: string(cgroup),
+		}
 	}
 	return procs, nil
 }
@@ -207,13 +245,15 @@ func walkNames(dir string) []string {
 // Diff lists what differs in after: sets that gained or lost entries ("+ " and "- " lines), changed
 // sysctls and iptables tables. Processes are compared only for new ones that no process of the
 // snapshot started (directly or through new processes): daemons and their children left behind,
-// such as containerd shims, reparented to init. Nil means nothing changed.
+// such as containerd shims, reparented to init; and only those a cluster runs (fromCluster), as
+// are cgroups (clusterCgroup), so that what the machine starts meanwhile is not counted.
+// Nil means nothing changed.
 func (s HostSnapshot) Diff(after HostSnapshot) []string {
 	var out []string
 	out = append(out, diffSets("mount", s.Mounts, after.Mounts)...)
 	out = append(out, diffSets("link", s.Links, after.Links)...)
 	out = append(out, diffSets("nft table", s.NftTables, after.NftTables)...)
-	out = append(out, diffSets("cgroup", s.Cgroups, after.Cgroups)...)
+	out = append(out, diffSets("cgroup", filter(s.Cgroups, clusterCgroup), filter(after.Cgroups, clusterCgroup))...)
 	out = append(out, diffSets("file", s.Files, after.Files)...)
 	for _, key := range unionKeys(s.Iptables, after.Iptables) {
 		out = append(out, diffSets(key, s.Iptables[key], after.Iptables[key])...)
@@ -236,7 +276,7 @@ func (s HostSnapshot) orphans(after HostSnapshot) []string {
 	}
 	var out []string
 	for _, key := range sortedKeys(after.Processes) {
-		if _, old := s.Processes[key]; old || !orphaned(s, after, byPID, key) {
+		if _, old := s.Processes[key]; old || !after.Processes[key].fromCluster() || !orphaned(s, after, byPID, key) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("+ process %s: %s", key, after.Processes[key].Cmdline))
@@ -304,4 +344,15 @@ func unionKeys(a, b map[string][]string) []string {
 		m[k] = true
 	}
 	return sortedKeys(m)
+}
+
+// filter returns the elements of list for which keep is true.
+func filter(list []string, keep func(string) bool) []string {
+	var out []string
+	for _, e := range list {
+		if keep(e) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

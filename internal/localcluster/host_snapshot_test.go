@@ -49,15 +49,18 @@ func TestHostSnapshotDiff(t *testing.T) {
 			// A shim reparented to init and its container are left behind.
 			"300/9": {PPID: 1, Cmdline: "containerd-shim-runc-v2 -address /w/containerd.sock"},
 			"301/9": {PPID: 300, Cmdline: "/pause"},
-			// A new kernel thread is not.
+			// A new kernel thread is not, nor a process of the machine that is none of the cluster's.
 			"400/9": {PPID: 2},
+			"500/9": {PPID: 1, Cmdline: "bash /dev/fd/3", Cgroup: "4:memory:/process_api/a5f6"},
 		},
 		Links:    []string{"lo", "eth0", "lcbr12345678"},
+		Cgroups:  []string{"/sys/fs/cgroup/memory/process_api/a5f6", "/sys/fs/cgroup/memory/localcluster-12345678"},
 		Sysctls:  map[string]string{"net/ipv4/ip_forward": "1", "kernel/panic": "1"},
 		Iptables: map[string][]string{"iptables/filter": {"*filter", "-A FORWARD -j X", "COMMIT"}},
 	}
 	want := []string{
 		"+ link lcbr12345678",
+		"+ cgroup /sys/fs/cgroup/memory/localcluster-12345678",
 		"+ iptables/filter -A FORWARD -j X",
 		`sysctl net/ipv4/ip_forward: "0" -> "1"`,
 		"+ process 300/9: containerd-shim-runc-v2 -address /w/containerd.sock",

@@ -232,10 +232,11 @@ func deploy(ctx context.Context) error {
 	base := dep.DeepCopy()
 	c := &dep.Spec.Template.Spec.Containers[0]
 	c.Args = append(c.Args, operatorArgs...)
+	// Patch writes the new generation into dep.
 	if err := k8s.Patch(ctx, dep, client.MergeFrom(base)); err != nil {
 		return err
 	}
-	return waitOperator(ctx, dep.Generation+1, 4*time.Minute)
+	return waitOperator(ctx, dep.Generation, 4*time.Minute)
 }
 
 // waitOperator waits until the operator's Deployment has observed generation and its one pod is

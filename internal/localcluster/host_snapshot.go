@@ -266,6 +266,22 @@ func (s HostSnapshot) Diff(after HostSnapshot) []string {
 	return append(out, s.orphans(after)...)
 }
 
+// DiffIn is Diff for the cluster (or clusters) of workDir: a new process counts only if its command
+// line names workDir (the control plane, containerd and its shims) or it runs in a real node's
+// cgroups (the containers); so processes that others start on the machine meanwhile, such as
+// another test's apiserver, are not counted.
+func (s HostSnapshot) DiffIn(after HostSnapshot, workDir string) []string {
+	mine := HostSnapshot{Processes: map[string]HostProcess{}}
+	for key, p := range after.Processes {
+		if _, old := s.Processes[key]; old || strings.Contains(p.Cmdline, workDir) || strings.Contains(p.Cgroup, "/localcluster-") {
+			mine.Processes[key] = p
+		}
+	}
+	filtered := after
+	filtered.Processes = mine.Processes
+	return s.Diff(filtered)
+}
+
 // orphans are the new processes of after whose ancestry reaches init (or a process that is not in
 // after) only through new processes.
 func (s HostSnapshot) orphans(after HostSnapshot) []string {

@@ -69,6 +69,20 @@ func TestHostSnapshotDiff(t *testing.T) {
 	if diff := cmp.Diff(want, before.Diff(after)); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
+	// DiffIn counts only the processes that name the cluster's WorkDir or run in its cgroups.
+	after.Processes["600/9"] = HostProcess{PPID: 1, Cmdline: "kube-apiserver --cert-dir=/tmp/other-test"}
+	after.Processes["301/9"] = HostProcess{PPID: 300, Cmdline: "/pause", Cgroup: "4:memory:/localcluster-12345678/kubepods/pod1"}
+	wantIn := []string{
+		"+ link lcbr12345678",
+		"+ cgroup /sys/fs/cgroup/memory/localcluster-12345678",
+		"+ iptables/filter -A FORWARD -j X",
+		`sysctl net/ipv4/ip_forward: "0" -> "1"`,
+		"+ process 300/9: containerd-shim-runc-v2 -address /w/containerd.sock",
+		"+ process 301/9: /pause",
+	}
+	if diff := cmp.Diff(wantIn, before.DiffIn(after, "/w")); diff != "" {
+		t.Errorf("DiffIn (-want +got):\n%s", diff)
+	}
 	if got := before.Diff(before); len(got) != 0 {
 		t.Errorf("Diff of a snapshot with itself: %v", got)
 	}

@@ -91,7 +91,7 @@ func TestRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changes := before.Diff(running)
+	changes := before.DiffIn(running, workDir)
 	if !slices.Contains(changes, "+ link "+node.Bridge) {
 		t.Errorf("the snapshot of the running node lacks its bridge %s: %v", node.Bridge, changes)
 	}
@@ -118,7 +118,7 @@ func TestRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := before.Diff(after); len(diff) > 0 {
+	if diff := before.DiffIn(after, workDir); len(diff) > 0 {
 		t.Errorf("the host changed after Stop:\n\t%s", strings.Join(diff, "\n\t"))
 	}
 }
@@ -157,7 +157,7 @@ func TestRealNodeFailedStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := before.Diff(after); len(diff) > 0 {
+	if diff := before.DiffIn(after, workDir); len(diff) > 0 {
 		t.Errorf("the host changed after the failed start:\n\t%s", strings.Join(diff, "\n\t"))
 	}
 }

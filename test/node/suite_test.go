@@ -20,11 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
@@ -45,7 +47,8 @@ const (
 	imageMissing = "127.0.0.1:9/scheduler-profile-operator:missing"
 
 	// kwokTaint keeps the operator's and the schedulers' pods off the kwok nodes (where no
-	// container runs); workload pods tolerate it.
+	// container runs); workload pods tolerate it, and select the kwok nodes by the label of the
+	// same key.
 	kwokTaint = "node.schedops.io/kwok"
 	// testLabel marks the workload pods of a test.
 	testLabel = "node.schedops.io/test"
@@ -61,6 +64,8 @@ var operatorArgs = []string{
 
 var (
 	cluster *localcluster.Cluster
+	// workDir holds the cluster and the test's images.
+	workDir string
 	k8s     client.Client
 	cfg     *rest.Config
 	paths   operatorenv.Paths
@@ -73,6 +78,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
 	if os.Geteuid() != 0 {
 		fmt.Println("test-node: skipped: the real node (kubelet, containerd, a bridge, iptables rules) needs root; run `make test-node` as root")
 		os.Exit(0)
@@ -99,7 +105,7 @@ func runSuite(m *testing.M) (code int) {
 			code = 1
 			return
 		}
-		if left := before.Diff(after); len(left) > 0 {
+		if left := before.DiffIn(after, workDir); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "test-node: the tier left on the host:\n\t%s\n", strings.Join(left, "\n\t"))
 			code = 1
 			return
@@ -126,8 +132,7 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	kubectl = filepath.Join(paths.BinDir, "kubectl")
-	workDir, err := os.MkdirTemp("", "spo-node-")
-	if err != nil {
+	if workDir, err = os.MkdirTemp("", "spo-node-"); err != nil {
 		return err
 	}
 	images, err := testImages(ctx, workDir)
@@ -209,6 +214,7 @@ func createKwokNodes(ctx context.Context) error {
 		if i < 2 {
 			labels["pool"] = "batch"
 		}
+		labels[kwokTaint] = "true"
 		n := localcluster.FakeNode(fmt.Sprintf("kwok-%d", i), labels, nil)
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: kwokTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 		nodes = append(nodes, n)
@@ -250,10 +256,15 @@ func waitOperator(ctx context.Context, generation int64, timeout time.Duration) 
 		err := k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: operatorDeployment}, dep)
 		if err == nil {
 			s := dep.Status
-			if s.ObservedGeneration >= generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1 {
+			var pods corev1.PodList
+			if err := k8s.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(operatorPodLabels)); err != nil {
+				return err
+			}
+			// The old pod is gone too: it holds the leader lease and serves the webhook until then.
+			if s.ObservedGeneration >= generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1 && len(pods.Items) == 1 {
 				return nil
 			}
-			last = fmt.Sprintf("generation %d observed %d, replicas %d updated %d available %d", dep.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.AvailableReplicas)
+			last = fmt.Sprintf("generation %d observed %d, replicas %d updated %d available %d, %d pods", dep.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.AvailableReplicas, len(pods.Items))
 		} else {
 			last = err.Error()
 		}

@@ -214,17 +214,20 @@ func TestUpgradeWave(t *testing.T) {
 			return deploymentRolled(ctx, first, imageV2)
 		})
 		rolledBack := time.Since(mark)
-		d := &appsv1.Deployment{}
-		if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: first}, d); err != nil {
-			t.Fatal(err)
-		}
-		conds, err := ownerConditions(t.Context(), d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := meta.FindStatusCondition(conds, schedulingv1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != schedulingv1alpha1.ReasonRolloutFailed {
-			t.Errorf("The owner of %s after the rollback from an image that %s: Degraded %+v, want True/RolloutFailed", first, bad.why, c)
-		}
+		testutil.Eventually(t, 30*time.Second, "the owner of "+first+" to say Degraded=True/RolloutFailed", func(ctx context.Context) error {
+			d := &appsv1.Deployment{}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: first}, d); err != nil {
+				return err
+			}
+			conds, err := ownerConditions(ctx, d)
+			if err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(conds, schedulingv1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionTrue || c.Reason != schedulingv1alpha1.ReasonRolloutFailed {
+				return fmt.Errorf("Degraded %+v", c)
+			}
+			return nil
+		})
 		// The wave stays stopped: watch a while longer.
 		time.Sleep(15 * time.Second)
 		for _, smp := range s.since(mark) {

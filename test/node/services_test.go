@@ -1,7 +1,9 @@
 package node
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,10 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 const (
@@ -31,9 +37,10 @@ const (
 func metricsToken(t *testing.T) string {
 	t.Helper()
 	ctx := t.Context()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "node-metrics", Namespace: metav1.NamespaceDefault}}
+	name := strings.ToLower(t.Name())
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "node-metrics"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
 	}
@@ -57,31 +64,83 @@ func metricsToken(t *testing.T) string {
 	return tr.Status.Token
 }
 
+// operatorMetricsAddr is the virtual IP and port of the operator's metrics Service.
+func operatorMetricsAddr(t *testing.T) string {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: operatorMetricsService}, svc); err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+}
+
+// operatorMetrics scrapes the operator through its metrics Service; kube-proxy programs a new
+// endpoint within a second or so of the pod becoming ready, so it retries until it answers 200.
+func operatorMetrics(t *testing.T, token string) string {
+	t.Helper()
+	addr := operatorMetricsAddr(t)
+	var body string
+	testutil.Eventually(t, 30*time.Second, "the operator's /metrics through "+addr, func(context.Context) error {
+		code, b, err := get(t, addr, token)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("status %d", code)
+		}
+		body = b
+		return nil
+	})
+	return body
+}
+
+// seriesSum adds up the values of every series of a metric in a Prometheus text exposition.
+func seriesSum(body, metric string) float64 {
+	var sum float64
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, metric)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
 // scrape GETs https://addr/metrics with the token (none when empty) and returns the status and body.
 // The operator and kube-scheduler serve /metrics with self-signed certificates, so the scraper
 // authenticates them by nothing but the address, as a ServiceMonitor with insecureSkipVerify does.
 func scrape(t *testing.T, addr, token string) (int, string) {
 	t.Helper()
+	code, body, err := get(t, addr, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, body
+}
+
+// get is scrape returning its error.
+func get(t *testing.T, addr, token string) (int, string, error) {
 	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed serving certificates, see above
 	}}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+addr+"/metrics", nil)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET https://%s/metrics: %v", addr, err)
+		return 0, "", err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), err
 }
 
 // TestMetricsThroughServices: the operator's metrics Service (a virtual IP that kube-proxy
@@ -91,17 +150,12 @@ func scrape(t *testing.T, addr, token string) (int, string) {
 func TestMetricsThroughServices(t *testing.T) {
 	token := metricsToken(t)
 
-	svc := &corev1.Service{}
-	if err := k8s.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: operatorMetricsService}, svc); err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	addr := operatorMetricsAddr(t)
 	if code, _ := scrape(t, addr, ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Errorf("The operator's /metrics without a token: %d, want 401 or 403", code)
 	}
-	code, body := scrape(t, addr, token)
-	if code != http.StatusOK || !strings.Contains(body, "schedops_") {
-		t.Errorf("The operator's /metrics through %s: %d, want 200 with schedops_ series:\n%.500s", addr, code, body)
+	if body := operatorMetrics(t, token); !strings.Contains(body, "schedops_") {
+		t.Errorf("The operator's /metrics through %s has no schedops_ series:\n%.500s", addr, body)
 	}
 
 	var slices discoveryv1.EndpointSliceList
@@ -129,4 +183,33 @@ func TestMetricsThroughServices(t *testing.T) {
 		t.Fatal("No scheduler endpoint to scrape")
 	}
 	t.Logf("scraped the operator through %s and %d scheduler pods through their Services' endpoints", addr, scraped)
+}
+
+// TestWebhookRefusesThroughService: kubectl apply of a profile with an unknown plugin is refused by
+// the operator's webhook, which the apiserver reaches through its Service on the pod network with
+// the certificate the operator rotates (the operator counts the review); nothing is stored.
+func TestWebhookRefusesThroughService(t *testing.T) {
+	token := metricsToken(t)
+	const reviews = "controller_runtime_webhook_requests_total"
+	before := seriesSum(operatorMetrics(t, token), reviews)
+	out, err := runKubectl(t, `apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: node-invalid}
+spec:
+  plugins:
+    multiPoint:
+      enabled: [{name: NoSuchPlugin}]
+`, "apply", "-f", "-")
+	const fieldError = `spec.plugins.multiPoint.enabled[0].name: Not found: "NoSuchPlugin"`
+	if err == nil || !strings.Contains(out, `The SchedulerProfile "node-invalid" is invalid: `) || !strings.Contains(out, fieldError) {
+		t.Fatalf("kubectl apply of an unknown plugin: %v\n%s\nwant refused with %s", err, out, fieldError)
+	}
+	t.Logf("kubectl apply was refused: %s", strings.TrimSpace(out))
+	if after := seriesSum(operatorMetrics(t, token), reviews); after <= before {
+		t.Errorf("The operator's %s went from %v to %v: the refusal did not come from its webhook", reviews, before, after)
+	}
+	err = k8s.Get(t.Context(), types.NamespacedName{Name: "node-invalid"}, &schedulingv1alpha1.SchedulerProfile{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("The refused profile: %v, want not found", err)
+	}
 }

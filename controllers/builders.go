@@ -84,15 +84,20 @@ func buildAuthReaderRoleBinding(proc *process, s settings) *rbacv1ac.RoleBinding
 		WithSubjects(serviceAccountSubject(proc, s))
 }
 
-// buildLeaseRole grants the scheduler its own lease: system:kube-scheduler allows get and
-// update only on the lease named kube-scheduler.
+// buildLeaseRole grants the scheduler its own lease and no other: system:kube-scheduler allows
+// get and update only on the lease named kube-scheduler. The legacy lease is granted too while
+// pods of a template that uses it may run, so that they keep leading until they stop.
 func buildLeaseRole(proc *process, s settings) *rbacv1ac.RoleApplyConfiguration {
+	names := []string{proc.leaseName}
+	if proc.grantLegacy {
+		names = append(names, proc.legacyLease)
+	}
 	return rbacv1ac.Role(proc.names.leaseRole(), s.namespace).
 		WithLabels(proc.labels()).
 		WithRules(rbacv1ac.PolicyRule().
 			WithAPIGroups("coordination.k8s.io").
 			WithResources("leases").
-			WithResourceNames(proc.leaseName).
+			WithResourceNames(names...).
 			WithVerbs("get", "update"))
 }
 
@@ -172,7 +177,7 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 	if pc := ptr.Deref(sched.PriorityClassName, ""); pc != "" {
 		spec.WithPriorityClassName(pc)
 	}
-	annotations := map[string]string{AnnotationConfigHash: cfg.Hash}
+	annotations := map[string]string{AnnotationConfigHash: cfg.Hash, AnnotationLease: proc.leaseName}
 	if proc.secrets.hash != "" {
 		annotations[AnnotationExtenderSecretsHash] = proc.secrets.hash
 	}

@@ -238,10 +238,15 @@ func TestBuildRBAC(t *testing.T) {
 	}
 	role := buildLeaseRole(dedicated(p), testSettings)
 	rule := role.Rules[0]
-	if diff := cmp.Diff([]string{"team-a"}, rule.ResourceNames); diff != "" {
+	if diff := cmp.Diff([]string{"schedops-team-a"}, rule.ResourceNames); diff != "" {
 		t.Errorf("lease Role resourceNames (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(string(cfg.YAML), "resourceName: team-a") {
+	migrating := dedicated(p)
+	migrating.grantLegacy = true
+	if diff := cmp.Diff([]string{"schedops-team-a", "team-a"}, buildLeaseRole(migrating, testSettings).Rules[0].ResourceNames); diff != "" {
+		t.Errorf("lease Role resourceNames while the legacy lease may run (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(cfg.YAML), "resourceName: schedops-team-a\n") {
 		t.Errorf("the config does not use the lease the Role grants:\n%s", cfg.YAML)
 	}
 }

@@ -33,6 +33,10 @@ const (
 	// scheduler's pod template: a rotated certificate rolls the scheduler, while the
 	// configuration and its ConfigMap stay the same.
 	AnnotationExtenderSecretsHash = "scheduling.schedops.io/extender-secrets-hash"
+	// AnnotationLease is the leader-election lease of the scheduler's pod template. A rollout to
+	// a template with another lease stops the old pods before new ones start (Recreate): two
+	// leases are two leaders, two schedulers binding pods of one scheduler name.
+	AnnotationLease = "scheduling.schedops.io/lease"
 
 	// LabelExtenderTLS, with the value "true", is a Secret's consent to be mounted into the
 	// scheduler pods of the extenders whose tlsConfig.secretRef names it: without it, a profile

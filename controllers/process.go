@@ -28,8 +28,15 @@ type process struct {
 	run schedulingv1alpha1.SchedulerSettings
 	// extenders are called by every profile of the process.
 	extenders []schedulingv1alpha1.Extender
-	// leaseName is the leader-election lease in the operator's namespace.
+	// leaseName is the leader-election lease in the operator's namespace; it starts with
+	// profile.LeasePrefix.
 	leaseName string
+	// legacyLease is the lease that schedulers of operator versions before the prefix used: a
+	// pod template without AnnotationLease runs on it.
+	legacyLease string
+	// grantLegacy grants the scheduler legacyLease too, while a pod of a template that uses it
+	// may run (mayRunLegacyLease).
+	grantLegacy bool
 	// ownerLabel is the label key that selects the process's objects (ConfigMaps, ReplicaSets,
 	// pods) with the owner's name as value.
 	ownerLabel string
@@ -69,17 +76,18 @@ func (n objectNames) authReaderBinding() string {
 	return "scheduler-profile-operator:" + n.bindingID + ":authentication-reader"
 }
 
-// dedicatedProcess is the scheduler process of a profile without schedulerRef; its objects keep
-// the names they always had, so an upgrade restarts nothing.
-func dedicatedProcess(p *schedulingv1alpha1.SchedulerProfile, leaseName string) *process {
+// dedicatedProcess is the scheduler process of a profile without schedulerRef that serves
+// schedulerName; its objects keep the names they always had.
+func dedicatedProcess(p *schedulingv1alpha1.SchedulerProfile, schedulerName string) *process {
 	return &process{
-		owner:      p,
-		kind:       "SchedulerProfile",
-		names:      objectNames{base: p.Name, sep: "-", bindingID: p.Name},
-		run:        p.Spec.Scheduler,
-		extenders:  p.Spec.Extenders,
-		leaseName:  leaseName,
-		ownerLabel: LabelProfile,
+		owner:       p,
+		kind:        "SchedulerProfile",
+		names:       objectNames{base: p.Name, sep: "-", bindingID: p.Name},
+		run:         p.Spec.Scheduler,
+		extenders:   p.Spec.Extenders,
+		leaseName:   profile.LeaseName(schedulerName),
+		legacyLease: schedulerName,
+		ownerLabel:  LabelProfile,
 	}
 }
 
@@ -88,14 +96,24 @@ func dedicatedProcess(p *schedulingv1alpha1.SchedulerProfile, leaseName string) 
 func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 	names := objectNames{base: s.Name, sep: ".", bindingID: s.Name + ".scheduler"}
 	return &process{
-		owner:      s,
-		kind:       "Scheduler",
-		names:      names,
-		run:        s.Spec.SchedulerSettings,
-		extenders:  s.Spec.Extenders,
-		leaseName:  names.deployment(),
-		ownerLabel: LabelScheduler,
+		owner:       s,
+		kind:        "Scheduler",
+		names:       names,
+		run:         s.Spec.SchedulerSettings,
+		extenders:   s.Spec.Extenders,
+		leaseName:   profile.LeasePrefix + names.deployment(),
+		legacyLease: names.deployment(),
+		ownerLabel:  LabelScheduler,
 	}
+}
+
+// leaseOf is the lease that the pods of a template of the process run on: the one its
+// AnnotationLease names, or the legacy lease for a template of an operator before the prefix.
+func (proc *process) leaseOf(annotations map[string]string) string {
+	if name, ok := annotations[AnnotationLease]; ok {
+		return name
+	}
+	return proc.legacyLease
 }
 
 // settingsErrors are the refusals of the process's own settings, which no profile can mend: its

@@ -52,10 +52,14 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil {
 		return nil, st, err
 	}
+	if proc.grantLegacy, err = r.mayRunLegacyLease(ctx, proc, live, st); err != nil {
+		return nil, st, err
+	}
 	objs := r.desiredObjects(proc, cfg, st.upgrade.image)
 	last := len(objs) - 1
 	desired := objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration)
 	stampApplied(desired, live, time.Now())
+	oneLeaderStrategy(proc, desired, live)
 	carryImageRollback(desired, live, r.settings.image)
 	revision := desired.Spec.Template.Annotations[AnnotationRevision]
 	if revision == st.failed {
@@ -327,7 +331,31 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 	}
 	d := deploymentWith(proc, r.settings, rollbackTemplate(rs))
 	stampApplied(d, live, time.Now())
+	oneLeaderStrategy(proc, d, live)
 	markImageRollback(d, failedImage)
 	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
 	return &o, nil
+}
+
+// mayRunLegacyLease tells whether a pod on the process's legacy lease (a template of an operator
+// version before profile.LeasePrefix) may still run: the live template uses it, a rollout away
+// from it may still have its pods (Recreate not done), or the revision to return to after a
+// failed rollout uses it. Until then the lease Role grants it, so that a leader on it keeps its
+// lease until it stops.
+func (r *processObjects) mayRunLegacyLease(ctx context.Context, proc *process, live *appsv1.Deployment, st rolloutState) (bool, error) {
+	if live == nil {
+		return false, nil
+	}
+	if proc.leaseOf(live.Spec.Template.Annotations) != proc.leaseName || live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return true, nil
+	}
+	if st.lastAvailable == "" || st.lastAvailable == live.Spec.Template.Annotations[AnnotationRevision] {
+		return false, nil
+	}
+	var rss appsv1.ReplicaSetList
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())); err != nil {
+		return false, fmt.Errorf("listing ReplicaSets: %w", err)
+	}
+	rs := replicaSetOf(rss.Items, st.lastAvailable)
+	return rs != nil && proc.leaseOf(rs.Spec.Template.Annotations) != proc.leaseName, nil
 }

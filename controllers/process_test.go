@@ -37,7 +37,7 @@ func TestDedicatedNamesUnchanged(t *testing.T) {
 		"Service":                           "metrics-binpack-scheduler",
 		"ConfigMap":                         "binpack-config-0123456789",
 		"lease Role":                        "binpack-scheduler-lease",
-		"lease":                             "binpack",
+		"lease":                             "schedops-binpack",
 		"ClusterRoleBinding kube-scheduler": "scheduler-profile-operator:binpack:kube-scheduler",
 		"auth reader RoleBinding":           "scheduler-profile-operator:binpack:authentication-reader",
 	}

@@ -336,6 +336,30 @@ func stampApplied(desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.D
 	desired.WithAnnotations(map[string]string{AnnotationRevisionAppliedAt: at})
 }
 
+// oneLeaderStrategy makes a rollout between templates on different leases a Recreate: the old
+// pods stop before the new ones start. Surge first, a new pod would lead on its lease while an old
+// one still leads on the other, and two schedulers would bind pods of the same scheduler name.
+// The Deployment stays Recreate until that rollout is done (no pod of an older template left), so
+// that a change in the middle of it cannot bring surge back while an old leader still runs; then
+// it returns to surge first. Only the upgrade from a version before profile.LeasePrefix (and a
+// rollback across it) changes the lease.
+func oneLeaderStrategy(proc *process, desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment) {
+	if live == nil {
+		return
+	}
+	crossing := proc.leaseOf(live.Spec.Template.Annotations) != proc.leaseOf(desired.Spec.Template.Annotations)
+	recreating := live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && !onTemplate(live)
+	if crossing || recreating {
+		desired.Spec.WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType))
+	}
+}
+
+// onTemplate tells whether every pod of a Deployment runs its current template.
+func onTemplate(d *appsv1.Deployment) bool {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.Replicas == want
+}
+
 // appliedAt is when the operator applied the live Deployment's revision; false when it did not
 // record it.
 func appliedAt(d *appsv1.Deployment) (time.Time, bool) {

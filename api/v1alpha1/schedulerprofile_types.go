@@ -53,7 +53,7 @@ type SchedulerProfileSpec struct {
 	// schedulerName is the name that pods set in spec.schedulerName to be scheduled by this profile.
 	// Defaults to metadata.name. It must be a DNS-1123 label, must not be "default-scheduler", and must
 	// not be claimed by another SchedulerProfile (the older profile keeps it). The scheduler's
-	// leader-election lease is named after it.
+	// leader-election lease is named after it, with the prefix "schedops-" (schedops-<schedulerName>).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63

@@ -26,7 +26,7 @@ func renderMembers(t *testing.T, names ...string) []Profile {
 	return out
 }
 
-var sharedProcess = Process{Namespace: testNamespace, LeaseName: "batch.scheduler"}
+var sharedProcess = Process{Namespace: testNamespace, LeaseName: LeasePrefix + "batch.scheduler"}
 
 // TestRenderProcessGolden renders one configuration with three profiles and compares it with
 // testdata/shared/config.golden; the configuration must pass the checks of a whole process.

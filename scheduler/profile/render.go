@@ -95,6 +95,20 @@ type leaderElection struct {
 // of the lease per second per standby.
 const leaseRetryPeriod = "1s"
 
+// LeasePrefix starts the name of every managed scheduler's leader-election lease. A scheduler
+// may get and update its lease, so a lease named after the scheduler alone would let a profile
+// named after another component's lock in the operator's namespace take that lock; no other
+// component names its leases so.
+const LeasePrefix = "schedops-"
+
+// LeaseName is the lease of the scheduler process of a profile that runs its own scheduler. A
+// scheduler name is a DNS-1123 label (at most 63 characters, no "."), so the lease name is a
+// valid object name (a DNS-1123 subdomain) of at most 72 characters, and never that of a
+// Scheduler's process, which has a ".".
+func LeaseName(schedulerName string) string {
+	return LeasePrefix + schedulerName
+}
+
 // SchedulerName is the name pods use to choose the profile: spec.schedulerName, or the
 // profile's name when that is empty.
 func SchedulerName(p *v1alpha1.SchedulerProfile) string {
@@ -107,7 +121,7 @@ func SchedulerName(p *v1alpha1.SchedulerProfile) string {
 // Render builds the KubeSchedulerConfiguration of a profile that runs its own scheduler: one
 // profile with the spec's plugins, pluginConfig and percentageOfNodesToScore, the spec's
 // extenders, leader election (always on, so that an old and a new scheduler can overlap during a
-// rollout) on a lease named after the scheduler in settings.Namespace, and the in-cluster client
+// rollout) on the lease LeaseName(scheduler name) in settings.Namespace, and the in-cluster client
 // connection. The
 // same spec always gives the same bytes: map keys are sorted, and lists keep the order the user
 // gave, which is meaningful (plugins run in that order).
@@ -118,7 +132,7 @@ func Render(p *v1alpha1.SchedulerProfile, settings Settings) (*Config, error) {
 	}
 	return RenderProcess(Process{
 		Namespace: settings.Namespace,
-		LeaseName: prof.SchedulerName,
+		LeaseName: LeaseName(prof.SchedulerName),
 		Extenders: p.Spec.Extenders,
 		CASecrets: settings.CASecrets,
 	}, []Profile{prof})

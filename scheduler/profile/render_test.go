@@ -54,9 +54,9 @@ func TestRenderLeaderElection(t *testing.T) {
 		wantSchedN string
 	}{
 		// One replica elects too: during a rollout the old and the new pod overlap.
-		{name: "one replica", profile: testutil.MakeProfile("binpack").Obj(), wantLease: "binpack", wantSchedN: "binpack"},
-		{name: "two replicas", profile: testutil.MakeProfile("binpack").Replicas(2).Obj(), wantLease: "binpack", wantSchedN: "binpack"},
-		{name: "explicit scheduler name", profile: testutil.MakeProfile("p").SchedulerName("team-a").Obj(), wantLease: "team-a", wantSchedN: "team-a"},
+		{name: "one replica", profile: testutil.MakeProfile("binpack").Obj(), wantLease: "schedops-binpack", wantSchedN: "binpack"},
+		{name: "two replicas", profile: testutil.MakeProfile("binpack").Replicas(2).Obj(), wantLease: "schedops-binpack", wantSchedN: "binpack"},
+		{name: "explicit scheduler name", profile: testutil.MakeProfile("p").SchedulerName("team-a").Obj(), wantLease: "schedops-team-a", wantSchedN: "team-a"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

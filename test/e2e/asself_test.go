@@ -22,6 +22,7 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // TestSchedulerRunsAsItsServiceAccount: the scheduler holds only a token of the ServiceAccount
@@ -45,7 +46,7 @@ func TestSchedulerRunsAsItsServiceAccount(t *testing.T) {
 		t.Errorf("the scheduler's token authenticates as %q, want %q", got, wantUser)
 	}
 	lease := &coordinationv1.Lease{}
-	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: p.Status.SchedulerName}, lease); err != nil {
+	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: profile.LeaseName(p.Status.SchedulerName)}, lease); err != nil {
 		t.Fatal(err)
 	}
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
@@ -77,7 +78,7 @@ func TestLeaderFailover(t *testing.T) {
 	waitReplicas(t, p.Status.DeploymentName, p.Status.ConfigHash, 2)
 	schedule(t, nodes.pod("before", "e2e-failover", 100))
 	leader := leaderOf(t, p.Status.DeploymentName)
-	holder := leaseHolder(t, p.Status.SchedulerName)
+	holder := leaseHolder(t, profile.LeaseName(p.Status.SchedulerName))
 
 	if err := syscall.Kill(leader.Process.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestLeaderFailover(t *testing.T) {
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
 	waitBound(t, pod)
 	took := time.Since(killed)
-	newHolder := leaseHolder(t, p.Status.SchedulerName)
+	newHolder := leaseHolder(t, profile.LeaseName(p.Status.SchedulerName))
 	t.Logf("Killed the leader %s (pid %d); %s took the lease and a new pod was bound %s later",
 		leader.Process.Name, leader.Process.PID, newHolder, took.Round(100*time.Millisecond))
 	if newHolder == holder {

@@ -18,6 +18,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // checkStatusNames checks the names a reconciled profile's status reports.
@@ -128,7 +129,7 @@ func (k *cluster) checkSchedulerRBAC(t *testing.T, p *schedulingv1alpha1.Schedul
 	wantRules := []rbacv1.PolicyRule{{
 		APIGroups:     []string{"coordination.k8s.io"},
 		Resources:     []string{"leases"},
-		ResourceNames: []string{schedulerName},
+		ResourceNames: []string{profile.LeaseName(schedulerName)},
 		Verbs:         []string{"get", "update"},
 	}}
 	if diff := cmp.Diff(wantRules, objs[objLeaseRole].(*rbacv1.Role).Rules); diff != "" {
@@ -151,8 +152,8 @@ func checkConfigMap(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedu
 		t.Fatalf("Decoding config.yaml of %s: %v", cm.Name, err)
 	}
 	le := doc.LeaderElection
-	if le.ResourceName != schedulerName || le.ResourceNamespace != operatorNamespace {
-		t.Errorf("The configuration elects its leader on lease %s/%s, want %s/%s", le.ResourceNamespace, le.ResourceName, operatorNamespace, schedulerName)
+	if le.ResourceName != profile.LeaseName(schedulerName) || le.ResourceNamespace != operatorNamespace {
+		t.Errorf("The configuration elects its leader on lease %s/%s, want %s/%s", le.ResourceNamespace, le.ResourceName, operatorNamespace, profile.LeaseName(schedulerName))
 	}
 	if len(doc.Profiles) != 1 || doc.Profiles[0].SchedulerName != schedulerName {
 		t.Errorf("Profiles of the configuration: %+v, want one named %s", doc.Profiles, schedulerName)

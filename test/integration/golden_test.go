@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // goldenGlob matches the configurations rendered by scheduler/profile
@@ -78,8 +79,8 @@ func TestGoldenConfigsStartTheScheduler(t *testing.T) {
 			le := doc.LeaderElection
 			lease := types.NamespacedName{Namespace: le.ResourceNamespace, Name: le.ResourceName}
 			if le.LeaderElect {
-				if len(doc.Profiles) != 1 || lease.Name != doc.Profiles[0].SchedulerName {
-					t.Fatalf("Lease %s is not named after the scheduler (profiles: %+v)", lease, doc.Profiles)
+				if len(doc.Profiles) != 1 || lease.Name != profile.LeaseName(doc.Profiles[0].SchedulerName) {
+					t.Fatalf("Lease %s is not the prefixed name of the scheduler (profiles: %+v)", lease, doc.Profiles)
 				}
 				ensureNamespace(t, ctx, lease.Namespace)
 				// A killed scheduler does not release its lease, which then blocks the next run

@@ -251,8 +251,8 @@ test-node: ## Real-node tier (root): the operator from make image and make deplo
 
 .PHONY: test-node-root
 test-node-root: node-deps k8s-binaries $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy build $(IMAGE_TAR) $(PAUSE_IMAGE_TAR) $(IMAGE_TOOL) $(KUSTOMIZE)
-	$(NODE_TEST_ENV) go test ./test/localcluster/... -run RealNode -count=1 -v -timeout 10m
-	$(NODE_TEST_ENV) go test ./test/node/... -count=1 -v -timeout 30m
+	$(NODE_TEST_ENV) go test ./test/localcluster -run RealNode -count=1 -v -timeout 10m
+	$(NODE_TEST_ENV) go test ./test/node -count=1 -v -timeout 30m
 
 ##@ Deployment, image and OLM bundle
 

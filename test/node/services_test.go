@@ -162,7 +162,7 @@ func TestMetricsThroughServices(t *testing.T) {
 	if err := k8s.List(t.Context(), &slices, client.InNamespace(namespace), client.HasLabels{"app.kubernetes.io/managed-by"}); err != nil {
 		t.Fatal(err)
 	}
-	scraped := 0
+	scraped, attempts := 0, 0
 	for _, s := range slices.Items {
 		if s.Labels[discoveryv1.LabelServiceName] == operatorMetricsService || len(s.Ports) == 0 {
 			continue
@@ -170,19 +170,24 @@ func TestMetricsThroughServices(t *testing.T) {
 		for _, ep := range s.Endpoints {
 			for _, ip := range ep.Addresses {
 				addr := net.JoinHostPort(ip, strconv.Itoa(int(*s.Ports[0].Port)))
+				// Every replica serves the component's metrics; only a leader that has scheduled
+				// pods has scheduling attempts.
 				code, body := scrape(t, addr, token)
-				if code != http.StatusOK || !strings.Contains(body, "scheduler_schedule_attempts_total") {
-					t.Errorf("Scheduler /metrics of Service %s at %s: %d, want 200 with scheduler_schedule_attempts_total:\n%.300s",
+				if code != http.StatusOK || !strings.Contains(body, "kubernetes_build_info") {
+					t.Errorf("Scheduler /metrics of Service %s at %s: %d, want 200 with kubernetes_build_info:\n%.300s",
 						s.Labels[discoveryv1.LabelServiceName], addr, code, body)
+				}
+				if seriesSum(body, "scheduler_schedule_attempts_total") > 0 {
+					attempts++
 				}
 				scraped++
 			}
 		}
 	}
-	if scraped == 0 {
-		t.Fatal("No scheduler endpoint to scrape")
+	if scraped == 0 || attempts == 0 {
+		t.Fatalf("%d scheduler endpoints scraped, %d with scheduling attempts: want some of each (TestSamples scheduled pods)", scraped, attempts)
 	}
-	t.Logf("scraped the operator through %s and %d scheduler pods through their Services' endpoints", addr, scraped)
+	t.Logf("scraped the operator through %s and %d scheduler pods through their Services' endpoints, %d with scheduling attempts", addr, scraped, attempts)
 }
 
 // TestWebhookRefusesThroughService: kubectl apply of a profile with an unknown plugin is refused by

@@ -111,6 +111,11 @@ func runSuite(m *testing.M) (code int) {
 			return
 		}
 		fmt.Println("test-node: the host is as before the tier (processes, mounts, links, iptables, sysctls)")
+		if code == 0 {
+			_ = os.RemoveAll(workDir)
+		} else {
+			fmt.Fprintf(os.Stderr, "test-node: logs of the cluster in %s\n", filepath.Join(workDir, "cluster", "logs"))
+		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -2,31 +2,14 @@ package controllers
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
+
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
-
-// requiredAPI is an API that a scheduler needs when a feature gate is on, and how an apiserver
-// is made to serve it.
-type requiredAPI struct {
-	groupVersion, resource, flags string
-}
-
-// requiredAPIs are the APIs that gates need: a scheduler started with GenericWorkload against an
-// apiserver without scheduling.k8s.io/v1beta1 podgroups waits for its caches forever and never
-// schedules anything, gang or not.
-var requiredAPIs = map[string]requiredAPI{
-	"GenericWorkload": {
-		groupVersion: "scheduling.k8s.io/v1beta1",
-		resource:     "podgroups",
-		flags:        "kube-apiserver --feature-gates=GenericWorkload=true --runtime-config=scheduling.k8s.io/v1beta1=true",
-	},
-}
 
 // apiRecheck is how often a refusal for a missing API is checked again: an API can be turned on
 // later, without any change to the profile.
@@ -38,7 +21,7 @@ const apiRecheck = time.Minute
 // time. One that is not served is asked again each time (every apiRecheck).
 type servedAPIs struct {
 	discovery discovery.ServerResourcesInterface
-	// served holds the requiredAPIs found served.
+	// served holds the profile.GateAPIs found served.
 	served sync.Map
 }
 
@@ -50,42 +33,45 @@ func newServedAPIs(d discovery.ServerResourcesInterface) *servedAPIs {
 	return &servedAPIs{discovery: d}
 }
 
-// missing describes the first API that the enabled gates need and the cluster does not serve;
-// "" when all are served (or nothing can be asked).
+// missing describes the first API that the scheduler's gates (profile.RequiredAPIs: those set
+// on, and those on by default) need and the cluster does not serve; "" when all are served (or
+// nothing can be asked). A scheduler started without it waits for its caches forever and never
+// schedules anything.
 func (s *servedAPIs) missing(gates map[string]bool) (string, error) {
 	if s == nil {
 		return "", nil
 	}
-	for _, gate := range slices.Sorted(maps.Keys(gates)) {
-		api, ok := requiredAPIs[gate]
-		if !ok || !gates[gate] {
-			continue
-		}
-		served, err := s.serves(api)
+	for _, req := range profile.RequiredAPIs(gates) {
+		served, err := s.serves(req.API)
 		if err != nil {
 			return "", err
 		}
-		if !served {
-			return fmt.Sprintf("feature gate %s needs the API %s %s, which the cluster does not serve (%s serves it); the scheduler would never sync its caches, so nothing is rolled out",
-				gate, api.groupVersion, api.resource, api.flags), nil
+		if served {
+			continue
 		}
+		msg := fmt.Sprintf("feature gate %s needs the API %s %s, which the cluster does not serve (%s serves it); the scheduler would never sync its caches, so nothing is rolled out",
+			req.Gate, req.API.GroupVersion, req.API.Resource, req.API.Serve)
+		if req.ByDefault {
+			msg += fmt.Sprintf("; the gate is on by default: set featureGates %s: false to run without the API", req.Gate)
+		}
+		return msg, nil
 	}
 	return "", nil
 }
 
-func (s *servedAPIs) serves(api requiredAPI) (bool, error) {
+func (s *servedAPIs) serves(api profile.GateAPI) (bool, error) {
 	if _, ok := s.served.Load(api); ok {
 		return true, nil
 	}
-	list, err := s.discovery.ServerResourcesForGroupVersion(api.groupVersion)
+	list, err := s.discovery.ServerResourcesForGroupVersion(api.GroupVersion)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", api.groupVersion, err)
+		return false, fmt.Errorf("discovering %s: %w", api.GroupVersion, err)
 	}
 	for _, r := range list.APIResources {
-		if r.Name == api.resource {
+		if r.Name == api.Resource {
 			s.served.Store(api, true)
 			return true, nil
 		}

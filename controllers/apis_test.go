@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,10 @@ import (
 func TestMissingAPI(t *testing.T) {
 	served := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}, {Name: "podgroups"}}}
 	withoutPodGroups := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "workloads"}}}
+	// What every 1.37 apiserver serves by default, and a default 1.37 scheduler watches.
+	resourceV1 := &metav1.APIResourceList{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "resourceclaims"}, {Name: "devicetaintrules"}}}
+	withoutTaintRules := &metav1.APIResourceList{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "resourceclaims"}}}
+	composite := &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1alpha3", APIResources: []metav1.APIResource{{Name: "compositepodgroups"}}}
 	tests := []struct {
 		name      string
 		resources []*metav1.APIResourceList
@@ -27,10 +32,20 @@ func TestMissingAPI(t *testing.T) {
 		{name: "served", resources: []*metav1.APIResourceList{served}, gates: map[string]bool{"GenericWorkload": true}},
 		{name: "group version not served", gates: map[string]bool{"GenericWorkload": true}, want: "feature gate GenericWorkload needs the API scheduling.k8s.io/v1beta1 podgroups"},
 		{name: "resource not served", resources: []*metav1.APIResourceList{withoutPodGroups}, gates: map[string]bool{"GenericWorkload": true}, want: "--runtime-config=scheduling.k8s.io/v1beta1=true"},
+		{name: "composite pod groups not served", resources: []*metav1.APIResourceList{served}, gates: map[string]bool{"GenericWorkload": true, "TopologyAwareWorkloadScheduling": true, "CompositePodGroup": true},
+			want: "feature gate CompositePodGroup needs the API scheduling.k8s.io/v1alpha3 compositepodgroups, which the cluster does not serve"},
+		{name: "composite pod groups served", resources: []*metav1.APIResourceList{served, composite}, gates: map[string]bool{"GenericWorkload": true, "TopologyAwareWorkloadScheduling": true, "CompositePodGroup": true}},
+		{name: "a gate on by default whose resource is switched off", resources: []*metav1.APIResourceList{withoutTaintRules},
+			want: "feature gate DRADeviceTaintRules needs the API resource.k8s.io/v1 devicetaintrules, which the cluster does not serve (kube-apiserver --runtime-config=resource.k8s.io/v1/devicetaintrules=true serves it); the scheduler would never sync its caches, so nothing is rolled out; the gate is on by default: set featureGates DRADeviceTaintRules: false to run without the API"},
+		{name: "that gate off", resources: []*metav1.APIResourceList{withoutTaintRules}, gates: map[string]bool{"DRADeviceTaintRules": false}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: tc.resources}}
+			resources := tc.resources
+			if !slices.ContainsFunc(resources, func(l *metav1.APIResourceList) bool { return l.GroupVersion == "resource.k8s.io/v1" }) {
+				resources = append(resources, resourceV1)
+			}
+			d := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}}
 			got, err := newServedAPIs(d).missing(tc.gates)
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +62,7 @@ func TestMissingAPI(t *testing.T) {
 func TestServedAPIsAreAskedUntilServed(t *testing.T) {
 	fake := &clienttesting.Fake{}
 	apis := newServedAPIs(&fakediscovery.FakeDiscovery{Fake: fake})
-	gang := map[string]bool{"GenericWorkload": true}
+	gang := map[string]bool{"GenericWorkload": true, "DRADeviceTaintRules": false}
 	for range 2 {
 		if got, err := apis.missing(gang); err != nil || got == "" {
 			t.Fatalf("missing = %q, %v; want the API missing", got, err)

@@ -14,7 +14,9 @@ import (
 
 // TestGatesNeedTheirAPI: envtest's apiserver does not serve scheduling.k8s.io/v1beta1, so a
 // profile or a Scheduler with GenericWorkload on is refused with RequiredAPIUnavailable, naming
-// the API and the flags that serve it, and no scheduler is rolled out. Gates that the scheduler
+// the API and the flags that serve it, and no scheduler is rolled out; so is one with
+// CompositePodGroup (scheduling.k8s.io/v1alpha3). A default 1.37 scheduler's APIs are served: the
+// other profiles of the suite roll out. Gates that the scheduler
 // would refuse are reported at their field path.
 func TestGatesNeedTheirAPI(t *testing.T) {
 	k := suiteCluster()
@@ -33,6 +35,20 @@ func TestGatesNeedTheirAPI(t *testing.T) {
 	testutil.Consistently(t, 2*time.Second, "no Deployment for "+name, func(ctx context.Context) error {
 		return k.deploymentAbsent(ctx, name+"-scheduler")
 	})
+
+	// Another gate of the table (profile.GateAPIs), whose alpha API envtest does not serve either.
+	composite := uniqueName("composite")
+	k.createProfile(t, testutil.MakeProfile(composite).SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{
+		"GenericWorkload": true, "TopologyAwareWorkloadScheduling": true, "CompositePodGroup": true,
+	}}).Obj())
+	p = k.waitForConditions(t, composite, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable})
+	const compositeMsg = "feature gate CompositePodGroup needs the API scheduling.k8s.io/v1alpha3 compositepodgroups, which the cluster does not serve"
+	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, compositeMsg) {
+		t.Errorf("ConfigValid message %q does not contain %q", msg, compositeMsg)
+	}
+	if err := k.deploymentAbsent(t.Context(), composite+"-scheduler"); err != nil {
+		t.Error(err)
+	}
 
 	sched := uniqueName("gangs")
 	s := testutil.MakeScheduler(sched).Obj()

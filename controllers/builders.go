@@ -32,6 +32,16 @@ type settings struct {
 	// allowedPriorityClasses are the priority classes that scheduler pods may have
 	// (--allowed-priority-classes); none when empty.
 	allowedPriorityClasses []string
+	// maxMembers is how many profiles a Scheduler serves; 0 is MaxMembersPerScheduler.
+	maxMembers int
+}
+
+// memberLimit is how many profiles a Scheduler serves.
+func (s settings) memberLimit() int {
+	if s.maxMembers > 0 {
+		return s.maxMembers
+	}
+	return MaxMembersPerScheduler
 }
 
 // Defaults of the scheduler container when the profile sets no resources.

@@ -184,7 +184,7 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 }
 
 // renderWithinLimits renders the members' entries, refusing alone the members that do not fit:
-// past MaxMembersPerScheduler, or whose entry pushes the configuration past MaxConfigBytes. The
+// past the member limit (MaxMembersPerScheduler), or whose entry pushes the configuration past MaxConfigBytes. The
 // members that run now come first, then the others oldest first, so a newcomer never displaces
 // a running member; a refused member keeps its running entry when that fits.
 func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, proc *process, members []*member, running map[string]*profile.Profile) (*profile.Config, error) {
@@ -215,9 +215,9 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 		if m.entry == nil {
 			continue
 		}
-		if len(kept) >= MaxMembersPerScheduler {
+		if limit := r.settings.memberLimit(); len(kept) >= limit {
 			m.limit = limitRefusal{reason: schedulingv1alpha1.ReasonTooManyMembers,
-				message: fmt.Sprintf("Scheduler %s serves its maximum of %d profiles; this one is not served until another leaves", s.Name, MaxMembersPerScheduler)}
+				message: fmt.Sprintf("Scheduler %s serves its maximum of %d profiles; this one is not served until another leaves", s.Name, limit)}
 			m.entry = nil
 			continue
 		}

@@ -74,7 +74,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the webhook's client: %w", err)
 	}
-	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses}}
+	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, maxMembers: o.MaxMembersPerScheduler}}
 	register := func() error {
 		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(&profileValidator{objects}).Complete(); err != nil {
 			return fmt.Errorf("setting up the SchedulerProfile webhook: %w", err)

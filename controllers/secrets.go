@@ -136,13 +136,18 @@ func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret) secretRefu
 	return secretRefusal{}
 }
 
-// unverifiedHTTPS refuses an HTTPS extender whose Secret has no ca.crt and that sets no caData
-// nor insecure: kube-scheduler calls an HTTPS extender without a CA unverified, silently, so the
+// unverifiedHTTPS refuses an extender with insecure whose Secret has a ca.crt, and an HTTPS
+// extender whose Secret has no ca.crt and that sets no caData nor insecure: kube-scheduler calls an HTTPS extender without a CA unverified, silently, so the
 // operator asks for insecure: true to say that this is meant. Extenders without a Secret are
 // checked by profile.ValidateExtenders, with their field.
 func unverifiedHTTPS(extenders []schedulingv1alpha1.Extender, withCA sets.Set[string], namespace string) secretRefusal {
 	for i, e := range extenders {
 		t := e.TLSConfig
+		if t != nil && ptr.Deref(t.Insecure, false) && withCA.Has(t.SecretRef.Name) {
+			// client-go refuses a CA with insecure: the scheduler would not start.
+			return secretInvalid("Secret %s/%s, named in spec.extenders[%d].tlsConfig.secretRef, has %s and the extender sets insecure: true: the scheduler's TLS client refuses a CA with insecure; remove insecure, or %s from the Secret",
+				namespace, t.SecretRef.Name, i, profile.SecretCAKey, profile.SecretCAKey)
+		}
 		if !ptr.Deref(e.EnableHTTPS, false) || t == nil || t.SecretRef.Name == "" || ptr.Deref(t.Insecure, false) || len(t.CAData) > 0 || withCA.Has(t.SecretRef.Name) {
 			continue
 		}

@@ -137,6 +137,8 @@ func TestReadExtenderSecrets(t *testing.T) {
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`},
 		{name: "a CA that is no certificate", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key1, "ca.crt", "ca"))},
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: ca.crt holds no PEM certificate`},
+		{name: "insecure with a CA", insecure: true, secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", withCA)},
+			wantReason: "SecretInvalid", want: `Secret ops/a, named in spec.extenders[0].tlsConfig.secretRef, has ca.crt and the extender sets insecure: true: the scheduler's TLS client refuses a CA with insecure; remove insecure, or ca.crt from the Secret`},
 		{name: "HTTPS without a CA", secrets: []*corev1.Secret{tlsSecret("a", full), tlsSecret("b", withCA)},
 			wantReason: "SecretInvalid", want: `Secret ops/a, named in spec.extenders[0].tlsConfig.secretRef, has no ca.crt and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified`},
 	}
@@ -172,7 +174,8 @@ func TestExtenderSecretsHash(t *testing.T) {
 		t.Helper()
 		r := fakeObjects(tlsSecret("a", data))
 		p := withTLSExtenders("p", "a")
-		p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(true)
+		// HTTPS needs a CA or insecure, and insecure goes without one.
+		p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(len(data["ca.crt"]) == 0)
 		proc := dedicated(p)
 		if refusal, err := r.readExtenderSecrets(t.Context(), proc); err != nil || refusal.refused() {
 			t.Fatalf("reading the Secret: %v %s", err, refusal.message)

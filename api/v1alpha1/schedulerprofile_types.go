@@ -321,8 +321,11 @@ type ExtenderManagedResource struct {
 // SchedulerProfile, a Scheduler or the rendered configuration.
 // +kubebuilder:validation:XValidation:rule="!has(self.keyData)",message="keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.certData) || !has(self.secretRef)",message="certData and secretRef are exclusive: with secretRef the client certificate is the Secret's tls.crt"
+// +kubebuilder:validation:XValidation:rule="!has(self.insecure) || !self.insecure || !has(self.caData)",message="insecure: true and caData are exclusive: the scheduler's TLS client refuses a CA with insecure; remove one"
 type ExtenderTLSConfig struct {
-	// insecure skips verification of the extender's certificate. For testing only.
+	// insecure skips verification of the extender's certificate. For testing only. It cannot go
+	// with a CA (caData, or ca.crt in the Secret of secretRef): the scheduler's TLS client
+	// (client-go) refuses that combination, and the scheduler would not start.
 	// +optional
 	Insecure *bool `json:"insecure,omitempty"`
 

@@ -30,6 +30,11 @@ const (
 // keyDataRefused is the message for an inline private key.
 const keyDataRefused = "keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef"
 
+// InsecureWithCA is the message for insecure: true with a CA: client-go's TLS configuration
+// refuses it ("specifying a root certificates file with the insecure flag is not allowed"), so
+// the scheduler would not start.
+const InsecureWithCA = "insecure: true and caData are exclusive: the scheduler's TLS client refuses a CA with insecure; remove one"
+
 // unverifiedHTTPS is the message for an HTTPS extender without a CA.
 const unverifiedHTTPS = "enableHTTPS without a CA does not verify the extender's certificate: set caData, or a secretRef whose Secret has ca.crt, or insecure: true to call it unverified"
 
@@ -51,8 +56,8 @@ func ExtenderSecrets(extenders []v1alpha1.Extender) []string {
 }
 
 // ValidateExtenders refuses the TLS settings that the CRD also refuses, for objects stored before
-// it did: an inline private key (keyData), and certData with secretRef (the Secret's tls.crt is
-// the certificate). Extenders are at path (spec.extenders of a profile or a Scheduler).
+// it did: an inline private key (keyData), certData with secretRef (the Secret's tls.crt is
+// the certificate), and insecure with caData (client-go refuses a CA with insecure). Extenders are at path (spec.extenders of a profile or a Scheduler).
 func ValidateExtenders(extenders []v1alpha1.Extender, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, e := range extenders {
@@ -65,6 +70,9 @@ func ValidateExtenders(extenders []v1alpha1.Extender, path *field.Path) field.Er
 		}
 		if t == nil {
 			continue
+		}
+		if ptr.Deref(t.Insecure, false) && len(t.CAData) > 0 {
+			errs = append(errs, field.Forbidden(tlsPath.Child("insecure"), InsecureWithCA))
 		}
 		if len(t.CAData) > 0 && !x509.NewCertPool().AppendCertsFromPEM(t.CAData) {
 			errs = append(errs, field.Invalid(tlsPath.Child("caData"), field.OmitValueType{}, "holds no PEM certificate"))

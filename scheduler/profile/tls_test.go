@@ -113,6 +113,9 @@ func TestRenderRefusesInlineKeysAndUnverifiedHTTPS(t *testing.T) {
 			want: field.ErrorList{field.Required(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "caData"), unverifiedHTTPSText)}},
 		{name: "HTTPS, insecure on purpose", extenders: https(&v1alpha1.ExtenderTLSConfig{Insecure: ptr.To(true)})},
 		{name: "HTTPS with caData", extenders: https(&v1alpha1.ExtenderTLSConfig{CAData: ca})},
+		{name: "insecure with caData", extenders: https(&v1alpha1.ExtenderTLSConfig{CAData: ca, Insecure: ptr.To(true)}),
+			want: field.ErrorList{field.Forbidden(field.NewPath("spec", "extenders").Index(1).Child("tlsConfig", "insecure"),
+				"insecure: true and caData are exclusive: the scheduler's TLS client refuses a CA with insecure; remove one")}},
 		// The Secret's ca.crt is checked when the Secret is read (controllers).
 		{name: "HTTPS with a Secret", extenders: https(&v1alpha1.ExtenderTLSConfig{SecretRef: v1alpha1.ExtenderSecretReference{Name: "s"}})},
 	}

@@ -114,6 +114,8 @@ spec:
 			wantErr: "spec.extenders[0].tlsConfig: Invalid value: keyData is not accepted: put the client certificate and key in a Secret in the operator's namespace and name it in tlsConfig.secretRef"},
 		{name: "extender certData with secretRef", profile: `{metadata: {name: p}, spec: {extenders: [{urlPrefix: "https://e", filterVerb: filter, tlsConfig: {certData: Y2VydA==, secretRef: {name: client}}}]}}`,
 			wantErr: "certData and secretRef are exclusive"},
+		{name: "extender insecure with a CA", profile: `{metadata: {name: p}, spec: {extenders: [{urlPrefix: "https://e", filterVerb: filter, enableHTTPS: true, tlsConfig: {insecure: true, caData: Y2E=}}]}}`,
+			wantErr: "insecure: true and caData are exclusive"},
 		{name: "extender key file is not a field", profile: `{metadata: {name: p}, spec: {extenders: [{urlPrefix: "https://e", filterVerb: filter, tlsConfig: {keyFile: /etc/key.pem}}]}}`,
 			wantErr: `unknown field "spec.extenders[0].tlsConfig.keyFile"`},
 		{name: "extender TLS from a Secret", profile: `{metadata: {name: p}, spec: {extenders: [{urlPrefix: "https://e", filterVerb: filter, enableHTTPS: true, tlsConfig: {secretRef: {name: client-tls}, caData: Y2E=}}]}}`},

@@ -35,8 +35,13 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "File with one or more SchedulerProfiles (YAML or JSON); - reads standard input.")
 	namespace := fs.String("namespace", defaultNamespace, "Namespace of the operator, where the scheduler's lease lives.")
+	var allowed []string
+	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
+		allowed = append(allowed, priorityClassList(v)...)
+		return nil
+	})
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns]")
+		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b]")
 		fmt.Fprintln(stderr, "Prints the KubeSchedulerConfiguration of each SchedulerProfile, or its errors (exit 1).")
 		fs.PrintDefaults()
 	}
@@ -55,7 +60,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	out := &renderOutput{stdout: stdout, stderr: stderr}
+	out := &renderOutput{stdout: stdout, stderr: stderr, allowedPriorityClasses: allowed}
 	for _, p := range objs.profiles {
 		if p.Spec.SchedulerRef.Name == "" {
 			out.profile(p, *namespace)
@@ -77,6 +82,8 @@ type renderOutput struct {
 	stdout, stderr io.Writer
 	printed        int
 	code           int
+	// allowedPriorityClasses are the operator's --allowed-priority-classes.
+	allowedPriorityClasses []string
 }
 
 func (o *renderOutput) fail(format string, args ...any) {
@@ -116,8 +123,12 @@ func (o *renderOutput) check(what string, errs field.ErrorList) bool {
 	return false
 }
 
-// profile prints the configuration of a profile that runs its own scheduler.
+// profile prints the configuration of a profile that runs its own scheduler. Its scheduler's
+// settings are checked first, as the operator checks them.
 func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace string) {
+	if !o.check("SchedulerProfile "+p.Name, controllers.ProfileSettingsErrors(p, o.allowedPriorityClasses)) {
+		return
+	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
 	if o.valid("SchedulerProfile "+p.Name, cfg, err, p.Spec.Scheduler.FeatureGates, field.NewPath("spec", "scheduler", "featureGates")) {
 		o.print("SchedulerProfile "+p.Name, cfg)
@@ -128,8 +139,8 @@ func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace
 // operator checks them: each on its own, then their queue sorts against the first, then together.
 func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*schedulingv1alpha1.SchedulerProfile, namespace string) {
 	proc := controllers.SchedulerProcess(s, namespace)
-	// The Scheduler's gates are its own: refused, they are reported once, not for every member.
-	if !o.check("Scheduler "+s.Name, profile.CheckGates(s.Spec.FeatureGates, field.NewPath("spec", "featureGates"))) {
+	// The Scheduler's settings are its own: refused, they are reported once, not for every member.
+	if !o.check("Scheduler "+s.Name, controllers.SchedulerSettingsErrors(s, o.allowedPriorityClasses)) {
 		return
 	}
 	var entries []profile.Profile

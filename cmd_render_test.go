@@ -40,6 +40,8 @@ func TestRenderErrors(t *testing.T) {
 		wantErr  []string
 		// notErr must not be on stderr.
 		notErr []string
+		// flags are more arguments of the command.
+		flags []string
 	}{
 		{
 			name: "invalid args",
@@ -117,6 +119,53 @@ spec: {schedulerRef: {name: s}}`,
 			notErr:   []string{"SchedulerProfile a", "SchedulerProfile b"},
 		},
 		{
+			name: "scheduler pods that reach other namespaces or preempt with a class not allowed",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: p}
+spec:
+  scheduler:
+    priorityClassName: system-node-critical
+    affinity:
+      podAntiAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+        - {topologyKey: topology.kubernetes.io/zone, namespaceSelector: {}, labelSelector: {}}`,
+			flags:    []string{"--allowed-priority-classes", "system-cluster-critical"},
+			wantCode: 1,
+			wantErr: []string{
+				"SchedulerProfile p is invalid:\n",
+				"  spec.scheduler.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector: Forbidden: the scheduler pods' affinity may only select pods of the operator's namespace: leave it out\n",
+				`  spec.scheduler.priorityClassName: Forbidden: priority class "system-node-critical" is not allowed for scheduler pods; the operator allows "system-cluster-critical" (--allowed-priority-classes, set by the cluster admin)`,
+			},
+		},
+		{
+			name: "a priority class the flag allows",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: p}
+spec: {scheduler: {priorityClassName: system-cluster-critical}}`,
+			flags:    []string{"--allowed-priority-classes=system-cluster-critical"},
+			wantCode: 0,
+		},
+		{
+			name: "a Scheduler with a priority class not allowed, once for all its members",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: Scheduler
+metadata: {name: s}
+spec: {priorityClassName: high}
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: a}
+spec: {schedulerRef: {name: s}}`,
+			wantCode: 1,
+			wantErr:  []string{"Scheduler s is invalid:\n  spec.priorityClassName: Forbidden: priority class \"high\" is not allowed for scheduler pods; the operator allows none"},
+			notErr:   []string{"SchedulerProfile a"},
+		},
+		{
 			name:     "a field the API does not have",
 			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\nspec: {scheduler: {image: evil}}\n",
 			wantCode: 1,
@@ -143,7 +192,7 @@ spec: {schedulerRef: {name: s}}`,
 				if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				args = []string{"-f", path}
+				args = append([]string{"-f", path}, tc.flags...)
 			}
 			var stdout, stderr bytes.Buffer
 			if code := runRender(args, &stdout, &stderr); code != tc.wantCode {

@@ -74,12 +74,8 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.IntVar(&opts.UpgradeMaxInFlight, "upgrade-max-in-flight", controllers.DefaultUpgradeMaxInFlight, "How many scheduler Deployments a new scheduler image (an operator upgrade or downgrade) rolls at a time, in the order of their names, the next once those are available; the first rollback stops it. Users' own changes are not paced.")
 	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
 	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
-	fs.Func("allowed-priority-classes", "A comma-separated list of the priority classes that profiles and Schedulers may give their scheduler pods (spec.scheduler.priorityClassName); by default none: a priority class decides whose pods the scheduler pods preempt, so the cluster admin chooses, for example system-cluster-critical.", func(v string) error {
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, name)
-			}
-		}
+	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
+		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, priorityClassList(v)...)
 		return nil
 	})
 	zapOpts := &zap.Options{}
@@ -105,4 +101,19 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 		return opts, nil, fmt.Errorf("RELATED_IMAGE_SCHEDULER must name the image of the scheduler (the operator's own image holds it)")
 	}
 	return opts, zapOpts, nil
+}
+
+// allowedPriorityClassesUsage is the help of --allowed-priority-classes, of the manager and of
+// `manager render`, which checks profiles as the manager with that flag does.
+const allowedPriorityClassesUsage = "A comma-separated list of the priority classes that profiles and Schedulers may give their scheduler pods (spec.scheduler.priorityClassName); by default none: a priority class decides whose pods the scheduler pods preempt, so the cluster admin chooses, for example system-cluster-critical."
+
+// priorityClassList splits a value of --allowed-priority-classes.
+func priorityClassList(v string) []string {
+	var out []string
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }

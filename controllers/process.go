@@ -211,6 +211,19 @@ func (proc *process) selectorLabels() map[string]string {
 	return map[string]string{labelName: "kube-scheduler", proc.ownerLabel: proc.owner.GetName()}
 }
 
+// ProfileSettingsErrors are the refusals of the settings of a profile's own scheduler (its
+// extenders' TLS settings, affinity, priority class against allowedPriorityClasses, feature
+// gates), as the reconciler and the webhook make them; `manager render` reports them too.
+func ProfileSettingsErrors(p *schedulingv1alpha1.SchedulerProfile, allowedPriorityClasses []string) field.ErrorList {
+	return dedicatedProcess(p, profile.SchedulerName(p)).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses})
+}
+
+// SchedulerSettingsErrors are the refusals of a Scheduler's own settings, as
+// ProfileSettingsErrors are a profile's.
+func SchedulerSettingsErrors(s *schedulingv1alpha1.Scheduler, allowedPriorityClasses []string) field.ErrorList {
+	return sharedProcess(s).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses})
+}
+
 // SchedulerProcess is what a Scheduler adds around its profiles in its rendered configuration,
 // with the operator in namespace; `manager render` renders a Scheduler the way the operator does.
 func SchedulerProcess(s *schedulingv1alpha1.Scheduler, namespace string) profile.Process {

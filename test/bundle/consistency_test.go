@@ -15,14 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // readCSV decodes the bundle's ClusterServiceVersion with OLM's own types.
 func readCSV(t *testing.T) *operatorsv1alpha1.ClusterServiceVersion {
 	t.Helper()
-	csv := &operatorsv1alpha1.ClusterServiceVersion{}
-	if err := yaml.UnmarshalStrict(readFile(t, csvFile), csv); err != nil {
-		t.Fatalf("Decoding %s: %v", csvFile, err)
+	csv, err := framework.ReadCSV(path(csvFile))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return csv
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -103,12 +102,6 @@ func TestOLMInstallSimulated(t *testing.T) {
 	adminClient := newClient(t, admin)
 	ctx := t.Context()
 	csv := readCSV(t)
-	strategy := csv.Spec.InstallStrategy.StrategySpec
-	if len(strategy.DeploymentSpecs) != 1 {
-		t.Fatalf("The CSV installs %d Deployments, want 1", len(strategy.DeploymentSpecs))
-	}
-	deploymentSpec := strategy.DeploymentSpecs[0]
-	account := deploymentSpec.Spec.Template.Spec.ServiceAccountName
 
 	var created []client.Object
 	create := func(obj client.Object) {
@@ -129,31 +122,9 @@ func TestOLMInstallSimulated(t *testing.T) {
 		"pod-security.kubernetes.io/enforce": "restricted",
 	}}})
 	installCRDs(t, adminClient, create)
-	create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: olmNamespace, Name: account}})
+	deploymentSpec := framework.GrantCSVPermissions(t, csv, olmNamespace, create)
+	account := deploymentSpec.Spec.Template.Spec.ServiceAccountName
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: olmNamespace}}
-	grant := func(perms []operatorsv1alpha1.StrategyDeploymentPermissions, cluster bool) {
-		t.Helper()
-		if len(perms) == 0 {
-			t.Fatalf("The CSV has no %s", map[bool]string{true: "clusterPermissions", false: "permissions"}[cluster])
-		}
-		for i, p := range perms {
-			if p.ServiceAccountName != account {
-				t.Fatalf("The CSV grants to %q, its Deployment runs as %q", p.ServiceAccountName, account)
-			}
-			name := fmt.Sprintf("%s-%d", csv.Name, i)
-			ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}
-			if cluster {
-				ref.Kind = "ClusterRole"
-				create(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: p.Rules})
-				create(&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: ref, Subjects: subjects})
-			} else {
-				create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: olmNamespace, Name: name}, Rules: p.Rules})
-				create(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: olmNamespace, Name: name}, RoleRef: ref, Subjects: subjects})
-			}
-		}
-	}
-	grant(strategy.ClusterPermissions, true)
-	grant(strategy.Permissions, false)
 
 	// The Deployment as OLM creates it, and its pod as the ReplicaSet would create it: the
 	// restricted Pod Security Standard is enforced in the namespace.

@@ -10,9 +10,13 @@
 package node
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +25,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -34,8 +36,8 @@ import (
 
 const (
 	// namespace and the names below are those of config/default.
-	namespace          = "scheduler-profile-operator-system"
-	operatorDeployment = "scheduler-profile-operator-controller-manager"
+	namespace          = operatorenv.Namespace
+	operatorDeployment = operatorenv.OperatorDeployment
 	operatorContainer  = "manager"
 	schedulerImageEnv  = "RELATED_IMAGE_SCHEDULER"
 
@@ -49,7 +51,7 @@ const (
 	// kwokTaint keeps the operator's and the schedulers' pods off the kwok nodes (where no
 	// container runs); workload pods tolerate it, and select the kwok nodes by the label of the
 	// same key.
-	kwokTaint = "node.schedops.io/kwok"
+	kwokTaint = operatorenv.KwokNodeKey
 	// testLabel marks the workload pods of a test.
 	testLabel = "node.schedops.io/test"
 )
@@ -140,7 +142,7 @@ func setUp(ctx context.Context) error {
 	if workDir, err = os.MkdirTemp("", "spo-node-"); err != nil {
 		return err
 	}
-	images, err := testImages(ctx, workDir)
+	images, err := testImages(ctx, imageTar, workDir)
 	if err != nil {
 		return err
 	}
@@ -183,35 +185,85 @@ func envOr(name, def string) string {
 	return def
 }
 
-// testImages packs the images of the upgrade tests with the same tool as `make image`: imageV2 of
-// the same binaries, imageCrash with a scheduler that exits at once.
-func testImages(ctx context.Context, dir string) ([]string, error) {
-	tool := envOr("IMAGE_TOOL", filepath.Join(paths.Root, "bin", "image"))
+// testImages makes the images of the tests in dir: imageV2 and the bundle's image are the image of
+// `make image` under other names (same config and layers, so the same image ID); imageCrash is
+// packed by the same tool with a scheduler that exits at once.
+func testImages(ctx context.Context, imageTar, dir string) ([]string, error) {
+	bundleImage, err := csvImage()
+	if err != nil {
+		return nil, err
+	}
+	var tars []string
+	for _, tag := range []string{imageV2, bundleImage} {
+		out := filepath.Join(dir, strings.NewReplacer(":", "_", "/", "_").Replace(tag)+".tar")
+		if err := retag(imageTar, out, tag); err != nil {
+			return nil, err
+		}
+		tars = append(tars, out)
+	}
 	crash := filepath.Join(dir, "crash")
 	build := exec.CommandContext(ctx, "go", "build", "-o", crash, "./crash")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the crash binary: %w\n%s", err, out)
 	}
-	bin := func(name string) string { return filepath.Join(paths.Root, "bin", name) }
-	var tars []string
-	for _, im := range []struct{ tag, manager, scheduler string }{
-		{imageV2, bin("manager"), bin("kube-scheduler")},
-		{imageCrash, crash, crash},
-	} {
-		out := filepath.Join(dir, strings.ReplaceAll(im.tag, ":", "_")+".tar")
-		cmd := exec.CommandContext(ctx, tool, "--output", out, "--tag", im.tag, "--entrypoint", "/manager",
-			"--file", "/manager="+im.manager, "--file", "/kube-scheduler="+im.scheduler)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("packing %s: %w\n%s", im.tag, err, b)
-		}
-		tars = append(tars, out)
+	out := filepath.Join(dir, "crash.tar")
+	tool := envOr("IMAGE_TOOL", filepath.Join(paths.Root, "bin", "image"))
+	cmd := exec.CommandContext(ctx, tool, "--output", out, "--tag", imageCrash, "--entrypoint", "/manager",
+		"--file", "/manager="+crash, "--file", "/kube-scheduler="+crash)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("packing %s: %w\n%s", imageCrash, err, b)
 	}
-	return tars, nil
+	return append(tars, out), nil
 }
 
-// createKwokNodes creates four tainted kwok nodes in two zones, two of them in pool batch (for the
-// batch-pool sample).
+// retag copies an image tarball (`docker save` layout) to dst with its one tag replaced by tag.
+func retag(src, dst, tag string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = in.Close() }()
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	tr, tw := tar.NewReader(in), tar.NewWriter(f)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errors.Join(err, f.Close())
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			return errors.Join(err, f.Close())
+		}
+		if hdr.Name == "manifest.json" {
+			var manifest []map[string]any
+			if err := json.Unmarshal(body, &manifest); err != nil || len(manifest) != 1 {
+				return errors.Join(fmt.Errorf("manifest.json of %s: %v", src, err), f.Close())
+			}
+			manifest[0]["RepoTags"] = []string{tag}
+			if body, err = json.Marshal(manifest); err != nil {
+				return errors.Join(err, f.Close())
+			}
+			hdr.Size = int64(len(body))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		if _, err := tw.Write(body); err != nil {
+			return errors.Join(err, f.Close())
+		}
+	}
+	return errors.Join(tw.Close(), f.Close())
+}
+
+// createKwokNodes creates four kwok nodes in two zones, tainted and labelled with kwokTaint, two of
+// them in pool batch (for the batch-pool sample).
 func createKwokNodes(ctx context.Context) error {
 	var nodes []*corev1.Node
 	for i := range 4 {
@@ -219,72 +271,31 @@ func createKwokNodes(ctx context.Context) error {
 		if i < 2 {
 			labels["pool"] = "batch"
 		}
-		labels[kwokTaint] = "true"
-		n := localcluster.FakeNode(fmt.Sprintf("kwok-%d", i), labels, nil)
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: kwokTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
-		nodes = append(nodes, n)
+		nodes = append(nodes, localcluster.FakeNode(fmt.Sprintf("kwok-%d", i), labels, nil))
 	}
+	operatorenv.MarkKwok(nodes...)
 	return cluster.CreateNodes(ctx, nodes)
 }
 
-// deploy installs the operator as a user does: `make deploy IMG=...` with the cluster's
-// kubeconfig, then adds operatorArgs to its Deployment and waits until it is available.
+// deploy installs the operator as a user does (`make deploy IMG=...`) with operatorArgs added, and
+// waits until it is available.
 func deploy(ctx context.Context) error {
-	cmd := exec.CommandContext(ctx, "make", "-s", "deploy", "IMG="+img)
+	return operatorenv.Deploy(ctx, k8s, cluster, paths, img, operatorArgs...)
+}
+
+// makeCommand is `make -s TARGET IMG=img` in the repository with the cluster's kubeconfig and the
+// kubectl of bin/k8s, as a user runs make deploy and make undeploy.
+func makeCommand(ctx context.Context, target string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "make", "-s", target, "IMG="+img)
 	cmd.Dir = paths.Root
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig(), "PATH="+paths.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("make deploy: %w\n%s", err, out)
-	}
-	dep := &appsv1.Deployment{}
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: operatorDeployment}, dep); err != nil {
-		return err
-	}
-	base := dep.DeepCopy()
-	c := &dep.Spec.Template.Spec.Containers[0]
-	c.Args = append(c.Args, operatorArgs...)
-	// Patch writes the new generation into dep.
-	if err := k8s.Patch(ctx, dep, client.MergeFrom(base)); err != nil {
-		return err
-	}
-	return waitOperator(ctx, dep.Generation, 4*time.Minute)
+	return cmd
 }
 
 // waitOperator waits until the operator's Deployment has observed generation and its one pod is
 // available on the new template.
 func waitOperator(ctx context.Context, generation int64, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last string
-	for {
-		dep := &appsv1.Deployment{}
-		err := k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: operatorDeployment}, dep)
-		if err == nil {
-			s := dep.Status
-			var pods corev1.PodList
-			if err := k8s.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(operatorPodLabels)); err != nil {
-				return err
-			}
-			// The old pod is gone too: it holds the leader lease and serves the webhook until then.
-			if s.ObservedGeneration >= generation && s.UpdatedReplicas == 1 && s.AvailableReplicas == 1 && s.Replicas == 1 && len(pods.Items) == 1 {
-				return nil
-			}
-			last = fmt.Sprintf("generation %d observed %d, replicas %d updated %d available %d, %d pods", dep.Generation, s.ObservedGeneration, s.Replicas, s.UpdatedReplicas, s.AvailableReplicas, len(pods.Items))
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the operator is not available: %s\n%s", last, operatorLogs())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// operatorLogs returns the last lines of the operator's log, for failures.
-func operatorLogs() string {
-	out, _ := exec.Command(kubectl, "--kubeconfig", cluster.Kubeconfig(), "-n", namespace, "logs", "deploy/"+operatorDeployment, "--tail=40").CombinedOutput()
-	return "operator log:\n" + string(out)
+	return operatorenv.WaitOperator(ctx, k8s, cluster, paths, generation, timeout)
 }
 
 // runKubectl runs kubectl with the admin kubeconfig and stdin.

@@ -332,13 +332,22 @@ test-bundle: $(KUSTOMIZE) $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd build $(IMAGE_
 ##@ Demo
 
 DEMO_DIR ?= $(CURDIR)/.cache/demo
+# NODE=real runs the operator and its schedulers as containers on a real node (kubelet, containerd;
+# needs root), installed with `make deploy IMG=...`; the default, kwok, runs them as local processes.
+NODE ?= kwok
+DEMO_DEPS := k8s-binaries build bin/demo
+DEMO_FLAGS :=
+ifeq ($(NODE),real)
+DEMO_DEPS += node-deps $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy $(IMAGE_TAR) $(PAUSE_IMAGE_TAR) $(KUSTOMIZE)
+DEMO_FLAGS += --real-node --img $(IMG) --image-tar $(IMAGE_TAR) --pause-image-tar $(PAUSE_IMAGE_TAR) --pause-image $(PAUSE_IMAGE)
+endif
 
 bin/demo: $(GO_SOURCES) go.mod go.sum
 	go build -o $@ ./hack/demo
 
 .PHONY: demo
-demo: k8s-binaries build bin/demo ## Run the operator on a local simulated cluster with the samples and print where their pods landed.
-	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler bin/demo start --dir $(DEMO_DIR)
+demo: $(DEMO_DEPS) ## Run the operator on a local simulated cluster with the samples and print where their pods landed (NODE=real: on a real node, as root).
+	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler bin/demo start --dir $(DEMO_DIR) $(DEMO_FLAGS)
 
 .PHONY: demo-stop
 demo-stop: bin/demo ## Stop exactly what make demo started.

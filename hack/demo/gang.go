@@ -33,8 +33,8 @@ var gangTaint = corev1.Taint{Key: poolKey, Value: "gang", Effect: corev1.TaintEf
 
 // runGang applies the gang profile of config/samples/gang, runs a gang of three 800m pods on two
 // 1-CPU nodes, which have room for two of them, and prints that none is bound; then adds a third
-// node and prints the three bound together.
-func runGang(ctx context.Context, cluster *localcluster.Cluster, c client.Client, root string, out io.Writer) error {
+// node and prints the three bound together. With a real node the pods keep to the kwok nodes.
+func runGang(ctx context.Context, cluster *localcluster.Cluster, c client.Client, root string, rn *realNode, out io.Writer) error {
 	step("Applying config/samples/gang/schedulerprofile.yaml: the profile gang, with the GenericWorkload gate")
 	objs, err := readObjects(filepath.Join(root, "config", "samples", "gang", "schedulerprofile.yaml"))
 	if err != nil {
@@ -52,10 +52,10 @@ func runGang(ctx context.Context, cluster *localcluster.Cluster, c client.Client
 	}
 
 	step("Creating two 1-CPU nodes for the gang and a PodGroup of 3 pods of 800m, one per node")
-	if err := cluster.CreateNodes(ctx, []*corev1.Node{gangNode("gang-1"), gangNode("gang-2")}); err != nil {
+	if err := cluster.CreateNodes(ctx, rn.kwokNodes(gangNode("gang-1"), gangNode("gang-2"))); err != nil {
 		return err
 	}
-	pods, err := createGang(ctx, c, profile.SchedulerName(p))
+	pods, err := createGang(ctx, c, profile.SchedulerName(p), rn)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func runGang(ctx context.Context, cluster *localcluster.Cluster, c client.Client
 
 	step("Adding a third node, gang-3")
 	began := time.Now()
-	if err := cluster.CreateNodes(ctx, []*corev1.Node{gangNode("gang-3")}); err != nil {
+	if err := cluster.CreateNodes(ctx, rn.kwokNodes(gangNode("gang-3"))); err != nil {
 		return err
 	}
 	if err := waitPods(ctx, c, pods, "bound", func(pod *corev1.Pod) bool { return pod.Spec.NodeName != "" }); err != nil {
@@ -92,7 +92,7 @@ func gangNode(name string) *corev1.Node {
 
 // createGang creates the PodGroup, which schedules gangSize pods or none, and its pods, all at
 // once, for scheduler; the pods keep to the gang pool.
-func createGang(ctx context.Context, c client.Client, scheduler string) ([]*corev1.Pod, error) {
+func createGang(ctx context.Context, c client.Client, scheduler string, rn *realNode) ([]*corev1.Pod, error) {
 	pg := testutil.MakePodGroup(gangGroup, "default").Gang(gangSize).Obj()
 	if err := c.Create(ctx, pg); err != nil {
 		return nil, fmt.Errorf("creating PodGroup %s: %w", pg.Name, err)
@@ -104,6 +104,7 @@ func createGang(ctx context.Context, c client.Client, scheduler string) ([]*core
 			NodeSelector(map[string]string{poolKey: gangTaint.Value}).
 			Toleration(corev1.Toleration{Key: gangTaint.Key, Operator: corev1.TolerationOpEqual, Value: gangTaint.Value, Effect: gangTaint.Effect}).
 			Request(corev1.ResourceCPU, fmt.Sprintf("%dm", gangPodMilli)).Request(corev1.ResourceMemory, "256Mi").PodGroup(gangGroup).Obj()
+		rn.onKwok(&pod.Spec)
 		if err := c.Create(ctx, pod); err != nil {
 			return nil, fmt.Errorf("creating pod %s: %w", pod.Name, err)
 		}

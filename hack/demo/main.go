@@ -1,11 +1,16 @@
 // Command demo runs the operator on a local simulated cluster and shows profiles placing pods:
 //
 //	demo start --dir .cache/demo   # cluster, operator, schedulers, samples, workloads, placement tables, a gang
+//	demo start --dir .cache/demo --real-node --img IMG --image-tar bin/image.tar \
+//	    --pause-image-tar bin/pause.tar --pause-image REF   # the same, the operator in containers
 //	demo stop --dir .cache/demo    # stops exactly what start started
 //
-// It is what `make demo` and `make demo-stop` run. The cluster is internal/localcluster (etcd,
-// kube-apiserver, kube-controller-manager, kwok); the profiles' schedulers run as local processes
-// (internal/schedrunner), since kwok only pretends to run pods. Demo code, not part of the product.
+// It is what `make demo`, `make demo NODE=real` and `make demo-stop` run. The cluster is
+// internal/localcluster (etcd, kube-apiserver, kube-controller-manager, kwok); the profiles'
+// schedulers run as local processes (internal/schedrunner), since kwok only pretends to run pods.
+// With --real-node the cluster also has a real node (kubelet, containerd; it needs root) and the
+// operator is installed with `make deploy`, so that it and its schedulers run as containers there,
+// as in test/node; the workloads still run on kwok nodes. Demo code, not part of the product.
 package main
 
 import (
@@ -20,13 +25,16 @@ import (
 	"syscall"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
 )
 
 const usage = `usage:
-  demo start [--dir DIR]   start the cluster, the operator and the samples; print where pods landed
+  demo start [--dir DIR] [--real-node --img IMG --image-tar TAR --pause-image-tar TAR --pause-image REF]
+                           start the cluster, the operator and the samples; print where pods landed
   demo stop [--dir DIR]    stop everything start started`
 
 // stateFile records the demo's own processes (the cluster has its own state file).
@@ -39,12 +47,22 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", ".cache/demo", "state directory: cluster, logs, kubeconfig")
+	withNode := fs.Bool("real-node", false, "run the operator and its schedulers as containers on a real node (needs root)")
+	var node realNode
+	fs.StringVar(&node.img, "img", "scheduler-profile-operator:dev", "with --real-node: the operator's image (IMG of make image)")
+	fs.StringVar(&node.imageTar, "image-tar", "bin/image.tar", "with --real-node: the image's tarball (make image)")
+	fs.StringVar(&node.pauseImageTar, "pause-image-tar", "bin/pause.tar", "with --real-node: the pause image's tarball")
+	fs.StringVar(&node.pauseImage, "pause-image", "localcluster.local/pause:3.10", "with --real-node: the pause image's reference")
 	_ = fs.Parse(os.Args[2:])
 	abs, err := filepath.Abs(*dir)
 	if err == nil {
 		switch os.Args[1] {
 		case "start":
-			err = start(abs)
+			var rn *realNode
+			if *withNode {
+				rn = &node
+			}
+			err = start(abs, rn)
 		case "stop":
 			err = stop(abs)
 		case "runner":
@@ -60,7 +78,8 @@ func main() {
 	}
 }
 
-func start(dir string) (err error) {
+// start runs the demo; rn, when set, puts the operator and its schedulers on a real node.
+func start(dir string, rn *realNode) (err error) {
 	if _, err := os.Stat(filepath.Join(dir, stateFile)); err == nil {
 		return fmt.Errorf("a demo is recorded in %s: run `make demo-stop` first", dir)
 	}
@@ -72,8 +91,7 @@ func start(dir string) (err error) {
 	defer cancel()
 
 	began := time.Now()
-	step("Starting the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)")
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(dir, "cluster"), Detach: true})
+	cluster, err := rn.startCluster(ctx, paths, filepath.Join(dir, "cluster"))
 	if err != nil {
 		return err
 	}
@@ -90,30 +108,25 @@ func start(dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	step("Installing the CRDs (SchedulerProfile, Scheduler) and starting the operator (bin/manager)")
-	if err := operatorenv.Install(ctx, c, paths.Root); err != nil {
-		return err
+	if rn == nil {
+		procs, err = startOperator(ctx, c, cluster, paths, dir)
+		if err != nil {
+			return err
+		}
 	}
-	manager, err := operatorenv.StartManager(cluster, paths.Root, filepath.Join(dir, "manager.log"), true)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, manager)
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	runner, err := localcluster.StartProcess("schedrunner", self, []string{"runner", "--dir", dir}, nil, filepath.Join(dir, "schedrunner.log"), true)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, runner)
+	// With a real node the state lists no process: the operator and the schedulers are the
+	// cluster's containers, which the cluster's Stop ends.
 	if err := writeState(dir, procs); err != nil {
 		return err
 	}
+	if rn != nil {
+		if err := rn.deploy(ctx, c, cluster, paths); err != nil {
+			return err
+		}
+	}
 
 	step("Creating fake nodes: zones a, b, c; pools general and batch; spot and on-demand")
-	if err := cluster.CreateNodes(ctx, demoNodes()); err != nil {
+	if err := cluster.CreateNodes(ctx, rn.kwokNodes(demoNodes()...)); err != nil {
 		return err
 	}
 	step("Applying config/samples: three profiles with schedulers of their own, a Scheduler shared by two more")
@@ -122,21 +135,49 @@ func start(dir string) (err error) {
 		return err
 	}
 	if err := waitAvailable(ctx, c, samples); err != nil {
-		return fmt.Errorf("%w (operator log: %s)", err, filepath.Join(dir, "manager.log"))
+		return fmt.Errorf("%w (%s)", err, rn.logsHint(dir))
 	}
 	step("Running a workload per profile")
-	if err := runWorkloads(ctx, c, samples.workloads); err != nil {
-		return fmt.Errorf("%w (scheduler logs: %s)", err, filepath.Join(dir, "schedulers"))
+	if err := runWorkloads(ctx, c, samples.workloads, rn); err != nil {
+		return fmt.Errorf("%w (%s)", err, rn.logsHint(dir))
 	}
 	if err := report(ctx, c, samples, os.Stdout); err != nil {
 		return err
 	}
-	if err := runGang(ctx, cluster, c, paths.Root, os.Stdout); err != nil {
-		return fmt.Errorf("%w (scheduler logs: %s)", err, filepath.Join(dir, "schedulers"))
+	if err := runGang(ctx, cluster, c, paths.Root, rn, os.Stdout); err != nil {
+		return fmt.Errorf("%w (%s)", err, rn.logsHint(dir))
 	}
 	fmt.Printf("\nThe demo took %s. The cluster keeps running; to look around:\n\n", time.Since(began).Round(time.Second))
-	fmt.Printf("  export KUBECONFIG=%s\n  kubectl get schedulerprofiles\n  kubectl get schedulers\n  kubectl get podgroups\n  kubectl get pods -o wide -l app.kubernetes.io/part-of=schedops-demo\n\nStop it with `make demo-stop`.\n", cluster.Kubeconfig())
+	fmt.Printf("  export KUBECONFIG=%s\n  kubectl get schedulerprofiles\n  kubectl get schedulers\n  kubectl get podgroups\n  kubectl get pods -o wide -l app.kubernetes.io/part-of=schedops-demo\n", cluster.Kubeconfig())
+	if rn != nil {
+		fmt.Printf("  kubectl get pods -o wide -n %s   # the operator and the schedulers, on the real node\n", operatorenv.Namespace)
+	}
+	fmt.Printf("\nStop it with `make demo-stop`.\n")
 	return nil
+}
+
+// startOperator installs the CRDs and starts the operator (bin/manager) and the profiles'
+// schedulers (the runner) as local processes that outlive the demo command.
+func startOperator(ctx context.Context, c client.Client, cluster *localcluster.Cluster, paths operatorenv.Paths, dir string) ([]*localcluster.Process, error) {
+	step("Installing the CRDs (SchedulerProfile, Scheduler) and starting the operator (bin/manager)")
+	if err := operatorenv.Install(ctx, c, paths.Root); err != nil {
+		return nil, err
+	}
+	manager, err := operatorenv.StartManager(cluster, paths.Root, filepath.Join(dir, "manager.log"), true)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		_ = manager.Stop(10 * time.Second)
+		return nil, err
+	}
+	runner, err := localcluster.StartProcess("schedrunner", self, []string{"runner", "--dir", dir}, nil, filepath.Join(dir, "schedrunner.log"), true)
+	if err != nil {
+		_ = manager.Stop(10 * time.Second)
+		return nil, err
+	}
+	return []*localcluster.Process{manager, runner}, nil
 }
 
 // runRunner is the detached process that runs the profiles' schedulers until it is stopped.
@@ -194,7 +235,11 @@ func stop(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// writeState records the demo's own processes; none is an empty list, not null.
 func writeState(dir string, procs []*localcluster.Process) error {
+	if procs == nil {
+		procs = []*localcluster.Process{}
+	}
 	data, err := json.MarshalIndent(procs, "", "  ")
 	if err != nil {
 		return err

@@ -40,7 +40,8 @@ const (
 var batchTaint = corev1.Taint{Key: poolKey, Value: "batch", Effect: corev1.TaintEffectNoSchedule}
 
 // demoNodes are two node pools over three zones, with spot and on-demand nodes; the batch pool is
-// tainted for the batch-pool scheduler's pods.
+// tainted for the batch-pool scheduler's pods. A general node has room for everything the
+// workloads put on the one binpack fills (see workloads), whichever of the four, which is a tie.
 func demoNodes() []*corev1.Node {
 	node := func(name, zone, pool, lifecycle string, cpus int64) *corev1.Node {
 		n := localcluster.FakeNode(name, map[string]string{zoneKey: zone, poolKey: pool, lifecycleKey: lifecycle}, corev1.ResourceList{
@@ -54,10 +55,10 @@ func demoNodes() []*corev1.Node {
 		return n
 	}
 	return []*corev1.Node{
-		node("general-a1", "a", "general", "on-demand", 8),
-		node("general-a2", "a", "general", "on-demand", 8),
-		node("general-b1", "b", "general", "on-demand", 8),
-		node("general-c1", "c", "general", "on-demand", 8),
+		node("general-a1", "a", "general", "on-demand", 10),
+		node("general-a2", "a", "general", "on-demand", 10),
+		node("general-b1", "b", "general", "on-demand", 10),
+		node("general-c1", "c", "general", "on-demand", 10),
 		node("batch-a-spot", "a", "batch", "spot", 4),
 		node("batch-b-ondemand", "b", "batch", "on-demand", 8),
 	}
@@ -79,7 +80,9 @@ type workload struct {
 // workloads are run, and reported, in this order: first the profiles that run schedulers of their
 // own, then the members of the shared Scheduler. shared-binpack's pods are small enough (600m in
 // all) to fit in what is left of the node that binpack fills, next to up to two spread pods and two
-// scheduler pods, so that node, the fullest, takes them all.
+// scheduler pods, so that node, the fullest, takes them all. When that node is alone in its zone
+// (general-b1 or general-c1), two spread and two shared-spread pods must go there too: 8.8 CPUs in
+// all, which is why a general node has 10.
 var workloads = []*workload{
 	{name: "binpack", replicas: 6, milliCPU: 1000},
 	{name: "spread", replicas: 6, milliCPU: 500},
@@ -214,8 +217,8 @@ func waitFor(ctx context.Context, c client.Client, kind string, obj client.Objec
 }
 
 // runWorkloads creates one Deployment per profile, one after the other, and waits until all its
-// pods are bound.
-func runWorkloads(ctx context.Context, c client.Client, ws []*workload) error {
+// pods are bound. With a real node the pods keep to the kwok nodes.
+func runWorkloads(ctx context.Context, c client.Client, ws []*workload, rn *realNode) error {
 	for _, w := range ws {
 		scheduler := profile.SchedulerName(w.profile)
 		labels := map[string]string{"app": w.profile.Name + "-app", "app.kubernetes.io/part-of": partOf}
@@ -236,6 +239,7 @@ func runWorkloads(ctx context.Context, c client.Client, ws []*workload) error {
 				},
 			},
 		}
+		rn.onKwok(&d.Spec.Template.Spec)
 		if err := c.Create(ctx, d); err != nil {
 			return fmt.Errorf("creating Deployment %s: %w", d.Name, err)
 		}

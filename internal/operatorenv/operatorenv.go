@@ -1,7 +1,9 @@
 // Package operatorenv installs and starts the operator on a local simulated cluster
 // (internal/localcluster): its CRDs, its namespace, and, for `make demo`, bin/manager as a process
 // that outlives the demo command. The end-to-end tests install with it and run the operator in
-// their own process (test/framework). Test and demo code, not part of the product.
+// their own process (test/framework). On a cluster with a real node, Deploy installs it with `make
+// deploy` instead, as a container (test/node and `make demo NODE=real`). Test and demo code, not
+// part of the product.
 package operatorenv
 
 import (

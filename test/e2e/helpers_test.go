@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -119,8 +120,15 @@ func applyProfile(t *testing.T, doc string) *schedulingv1alpha1.SchedulerProfile
 	ctx := context.Background()
 	existing := &schedulingv1alpha1.SchedulerProfile{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), existing); err == nil {
-		existing.Spec = p.Spec
-		if err := k8s.Update(ctx, existing); err != nil {
+		// The operator writes the status between a read and an update: read again and retry.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), existing); err != nil {
+				return err
+			}
+			existing.Spec = p.Spec
+			return k8s.Update(ctx, existing)
+		})
+		if err != nil {
 			t.Fatalf("updating profile %s: %v", p.Name, err)
 		}
 		return existing

@@ -5,6 +5,7 @@ package node
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -85,7 +86,7 @@ func olmWebhook(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion, depl
 		t.Fatal(err)
 	}
 	dns := service + "." + olmNamespace + ".svc"
-	serving, err := ca.Sign(certutil.Config{CommonName: dns, AltNames: certutil.AltNames{DNSNames: []string{dns, dns + ".cluster.local"}}})
+	serving, err := ca.Sign(certutil.Config{CommonName: dns, AltNames: certutil.AltNames{DNSNames: []string{dns, dns + ".cluster.local"}}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	if err != nil {
 		t.Fatal(err)
 	}

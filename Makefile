@@ -42,6 +42,16 @@ GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" { print $$2 }' hack/tools/promtool/go.mod)
 PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 
+# make image's tarball and tool, and the real node's sandbox image (see the image targets). Defined
+# here, before any rule names them as prerequisites: make expands those when it reads the rule.
+IMAGE_TAR ?= $(LOCALBIN)/image.tar
+IMAGE_TOOL := $(LOCALBIN)/image
+IMAGE_LABELS := org.opencontainers.image.title=scheduler-profile-operator \
+	org.opencontainers.image.source=https://github.com/schedops/scheduler-profile-operator
+# The sandbox (pause) image of the real node: no registry is reachable to pull the upstream one.
+PAUSE_IMAGE_TAR := $(LOCALBIN)/pause.tar
+PAUSE_IMAGE := localcluster.local/pause:3.10
+
 # Version ldflags so that every Kubernetes binary reports $(K8S_VERSION) instead of v0.0.0-master.
 VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
 VERSION_LDFLAGS := $(foreach p,$(VERSION_PKGS),-X $(p).gitVersion=$(K8S_VERSION) -X $(p).gitMajor=$(K8S_MAJOR) -X $(p).gitMinor=$(K8S_MINOR))
@@ -287,13 +297,6 @@ bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Docke
 # its labels) built without a container engine by hack/tools/image (go-containerregistry), as a
 # tarball for `ctr images import`, `docker load` or `podman load`. test/bundle checks that it and the
 # Dockerfile describe the same image.
-IMAGE_TAR ?= $(LOCALBIN)/image.tar
-IMAGE_TOOL := $(LOCALBIN)/image
-IMAGE_LABELS := org.opencontainers.image.title=scheduler-profile-operator \
-	org.opencontainers.image.source=https://github.com/schedops/scheduler-profile-operator
-# The sandbox (pause) image of the real node: no registry is reachable to pull the upstream one.
-PAUSE_IMAGE_TAR := $(LOCALBIN)/pause.tar
-PAUSE_IMAGE := localcluster.local/pause:3.10
 
 $(IMAGE_TOOL): hack/tools/image/go.mod hack/tools/image/go.sum hack/tools/image/main.go
 	cd hack/tools/image && go build -o $@ .

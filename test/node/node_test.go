@@ -193,6 +193,20 @@ func TestSamples(t *testing.T) {
 	}
 	t.Logf("the %d sample profiles were available %s after kubectl apply", len(names), time.Since(start).Round(100*time.Millisecond))
 
+	// Available means a replica serves; the standbys of batch-pool (replicas: 2) may still be
+	// starting, so wait for every replica before checking each pod.
+	testutil.Eventually(t, 2*time.Minute, "every replica of the samples' schedulers", func(ctx context.Context) error {
+		deps, err := schedulerDeployments(ctx)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if err := deploymentRolled(ctx, d.Name, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	var pods corev1.PodList
 	if err := k8s.List(t.Context(), &pods, client.InNamespace(namespace), client.HasLabels{"app.kubernetes.io/managed-by"}); err != nil {
 		t.Fatal(err)
@@ -200,7 +214,7 @@ func TestSamples(t *testing.T) {
 	schedulers := 0
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Labels["control-plane"] == "controller-manager" {
+		if p.Labels["control-plane"] == "controller-manager" || p.DeletionTimestamp != nil {
 			continue
 		}
 		schedulers++

@@ -304,7 +304,13 @@ $(IMAGE_TOOL): hack/tools/image/go.mod hack/tools/image/go.sum hack/tools/image/
 .PHONY: image
 image: $(IMAGE_TAR) ## Build the image IMG as a tarball (IMAGE_TAR) without a container engine.
 
-$(IMAGE_TAR): bin/manager bin/kube-scheduler $(IMAGE_TOOL)
+# The tag is part of the tarball: a stamp that changes with IMG rebuilds it for another IMG.
+IMAGE_TAG_STAMP := $(LOCALBIN)/image.tag
+.PHONY: FORCE
+$(IMAGE_TAG_STAMP): FORCE
+	@mkdir -p $(LOCALBIN); [ "$$(cat $@ 2>/dev/null)" = "$(IMG)" ] || echo "$(IMG)" > $@
+
+$(IMAGE_TAR): bin/manager bin/kube-scheduler $(IMAGE_TOOL) $(IMAGE_TAG_STAMP)
 	$(IMAGE_TOOL) --output $@ --tag $(IMG) --user 65532:65532 --entrypoint /manager \
 		$(foreach l,$(IMAGE_LABELS),--label $(l)) --file /manager=bin/manager --file /kube-scheduler=bin/kube-scheduler
 

@@ -58,10 +58,7 @@ func KwokNodeSelector() map[string]string { return map[string]string{KwokNodeKey
 // and the kubectl of paths.BinDir, adds args (if any) to its container, and waits until it is
 // available (DeployTimeout). The image must be on the real node (RealNodeOptions.Images).
 func Deploy(ctx context.Context, c client.Client, cluster *localcluster.Cluster, paths Paths, img string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "make", "-s", "deploy", "IMG="+img)
-	cmd.Dir = paths.Root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig(), "PATH="+paths.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := MakeCommand(ctx, cluster, paths, "deploy", img).CombinedOutput(); err != nil {
 		return fmt.Errorf("make deploy: %w\n%s", err, out)
 	}
 	dep := &appsv1.Deployment{}
@@ -78,6 +75,15 @@ func Deploy(ctx context.Context, c client.Client, cluster *localcluster.Cluster,
 		}
 	}
 	return WaitOperator(ctx, c, cluster, paths, dep.Generation, DeployTimeout)
+}
+
+// MakeCommand is `make -s TARGET IMG=img` in the repository with the cluster's kubeconfig and the
+// kubectl of paths.BinDir, as a user runs make deploy and make undeploy.
+func MakeCommand(ctx context.Context, cluster *localcluster.Cluster, paths Paths, target, img string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "make", "-s", target, "IMG="+img)
+	cmd.Dir = paths.Root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig(), "PATH="+paths.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return cmd
 }
 
 // WaitOperator waits until the operator's Deployment has observed generation and its one pod is

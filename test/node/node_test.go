@@ -21,12 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // operatorPodLabels select the operator's pod (config/manager).
-var operatorPodLabels = map[string]string{"control-plane": "controller-manager"}
+var operatorPodLabels = operatorenv.OperatorPodLabels
 
 // tarballImageID returns the ID of the image in a `docker save` tarball: the digest of its config.
 func tarballImageID(path string) (string, error) {
@@ -147,8 +148,8 @@ func workloadPod(test, name, schedulerName string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault, Labels: map[string]string{testLabel: test}},
 		Spec: corev1.PodSpec{
 			SchedulerName: schedulerName,
-			NodeSelector:  map[string]string{kwokTaint: "true"},
-			Tolerations:   []corev1.Toleration{{Key: kwokTaint, Operator: corev1.TolerationOpExists}},
+			NodeSelector:  operatorenv.KwokNodeSelector(),
+			Tolerations:   []corev1.Toleration{operatorenv.KwokToleration()},
 			Containers:    []corev1.Container{{Name: "c", Image: "workload"}},
 		},
 	}

@@ -283,15 +283,6 @@ func deploy(ctx context.Context) error {
 	return operatorenv.Deploy(ctx, k8s, cluster, paths, img, operatorArgs...)
 }
 
-// makeCommand is `make -s TARGET IMG=img` in the repository with the cluster's kubeconfig and the
-// kubectl of bin/k8s, as a user runs make deploy and make undeploy.
-func makeCommand(ctx context.Context, target string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "make", "-s", target, "IMG="+img)
-	cmd.Dir = paths.Root
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig(), "PATH="+paths.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return cmd
-}
-
 // waitOperator waits until the operator's Deployment has observed generation and its one pod is
 // available on the new template.
 func waitOperator(ctx context.Context, generation int64, timeout time.Duration) error {

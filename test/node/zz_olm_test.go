@@ -29,6 +29,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
@@ -63,7 +64,7 @@ func undeploy(t *testing.T) {
 			t.Fatalf("kubectl delete %s --all: %v\n%s", kind, err, out)
 		}
 	}
-	if out, err := makeCommand(t.Context(), "undeploy").CombinedOutput(); err != nil {
+	if out, err := operatorenv.MakeCommand(t.Context(), cluster, paths, "undeploy", img).CombinedOutput(); err != nil {
 		t.Fatalf("make undeploy: %v\n%s", err, out)
 	}
 	testutil.Eventually(t, 3*time.Minute, "namespace "+namespace+" to be gone", func(ctx context.Context) error {

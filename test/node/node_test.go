@@ -184,9 +184,14 @@ func waitAvailable(t *testing.T, name string, timeout time.Duration) *scheduling
 // the kubelet mounts, and bind pods of each schedulerName onto the kwok nodes.
 func TestSamples(t *testing.T) {
 	start := time.Now()
-	if out, err := runKubectl(t, "", "apply", "-k", filepath.Join(paths.Root, "config", "samples")); err != nil {
-		t.Fatalf("kubectl apply -k config/samples: %v\n%s", err, out)
-	}
+	// The first call of the webhook through its Service can meet an endpoint that kube-proxy has not
+	// programmed yet ("no route to host"); apply is idempotent, so it is retried.
+	testutil.Eventually(t, 30*time.Second, "kubectl apply -k config/samples", func(context.Context) error {
+		if out, err := runKubectl(t, "", "apply", "-k", filepath.Join(paths.Root, "config", "samples")); err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	})
 	// The samples' profiles and their schedulerNames.
 	names := map[string]string{"binpack": "binpack", "batch-pool": "batch-pool", "spread": "zone-spread", "shared-binpack": "shared-binpack", "shared-spread": "shared-spread"}
 	for name := range names {

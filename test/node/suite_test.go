@@ -48,10 +48,6 @@ const (
 	imageCrash   = "scheduler-profile-operator:crash"
 	imageMissing = "127.0.0.1:9/scheduler-profile-operator:missing"
 
-	// kwokTaint keeps the operator's and the schedulers' pods off the kwok nodes (where no
-	// container runs); workload pods tolerate it, and select the kwok nodes by the label of the
-	// same key.
-	kwokTaint = operatorenv.KwokNodeKey
 	// testLabel marks the workload pods of a test.
 	testLabel = "node.schedops.io/test"
 )
@@ -262,8 +258,9 @@ func retag(src, dst, tag string) error {
 	return errors.Join(tw.Close(), f.Close())
 }
 
-// createKwokNodes creates four kwok nodes in two zones, tainted and labelled with kwokTaint, two of
-// them in pool batch (for the batch-pool sample).
+// createKwokNodes creates four kwok nodes in two zones, tainted and labelled with
+// operatorenv.KwokNodeKey (workload pods tolerate and select it; the operator's pods do not), two
+// of them in pool batch (for the batch-pool sample).
 func createKwokNodes(ctx context.Context) error {
 	var nodes []*corev1.Node
 	for i := range 4 {

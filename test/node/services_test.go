@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -162,12 +163,19 @@ func TestMetricsThroughServices(t *testing.T) {
 	if err := k8s.List(t.Context(), &slices, client.InNamespace(namespace), client.HasLabels{"app.kubernetes.io/managed-by"}); err != nil {
 		t.Fatal(err)
 	}
-	scraped, attempts := 0, 0
+	scraped, attempts, skipped := 0, 0, 0
 	for _, s := range slices.Items {
 		if s.Labels[discoveryv1.LabelServiceName] == operatorMetricsService || len(s.Ports) == 0 {
 			continue
 		}
 		for _, ep := range s.Endpoints {
+			// An endpoint that is not ready is a pod that is starting or stopping (a standby
+			// after a rollout, say), whose port may not be open; readiness is the probe on
+			// the same port.
+			if !ptr.Deref(ep.Conditions.Ready, false) {
+				skipped++
+				continue
+			}
 			for _, ip := range ep.Addresses {
 				addr := net.JoinHostPort(ip, strconv.Itoa(int(*s.Ports[0].Port)))
 				// Every replica serves the component's metrics; only a leader that has scheduled
@@ -187,7 +195,7 @@ func TestMetricsThroughServices(t *testing.T) {
 	if scraped == 0 || attempts == 0 {
 		t.Fatalf("%d scheduler endpoints scraped, %d with scheduling attempts: want some of each (TestSamples scheduled pods)", scraped, attempts)
 	}
-	t.Logf("scraped the operator through %s and %d scheduler pods through their Services' endpoints, %d with scheduling attempts", addr, scraped, attempts)
+	t.Logf("scraped the operator through %s and %d ready scheduler pods through their Services' endpoints, %d with scheduling attempts (%d endpoints not ready, left out)", addr, scraped, attempts, skipped)
 }
 
 // TestWebhookRefusesThroughService: kubectl apply of a profile with an unknown plugin is refused by

@@ -187,7 +187,10 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 	if pc := ptr.Deref(sched.PriorityClassName, ""); pc != "" {
 		spec.WithPriorityClassName(pc)
 	}
-	annotations := map[string]string{AnnotationConfigHash: cfg.Hash, AnnotationLease: proc.leaseName}
+	annotations := map[string]string{AnnotationConfigHash: cfg.Hash}
+	if !proc.onLegacyLease {
+		annotations[AnnotationLease] = proc.leaseName
+	}
 	if proc.secrets.hash != "" {
 		annotations[AnnotationExtenderSecretsHash] = proc.secrets.hash
 	}

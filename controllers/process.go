@@ -37,6 +37,10 @@ type process struct {
 	// grantLegacy grants the scheduler legacyLease too, while a pod of a template that uses it
 	// may run (mayRunLegacyLease).
 	grantLegacy bool
+	// onLegacyLease keeps the template of this pass on legacyLease (no AnnotationLease): the
+	// upgrade wave holds a scheduler of an operator version before the prefix until its turn,
+	// and moving it to the prefixed lease would restart it (onLegacyLease).
+	onLegacyLease bool
 	// ownerLabel is the label key that selects the process's objects (ConfigMaps, ReplicaSets,
 	// pods) with the owner's name as value.
 	ownerLabel string

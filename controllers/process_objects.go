@@ -52,6 +52,10 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil {
 		return nil, st, err
 	}
+	if proc, cfg, err = st.upgrade.keepLease(proc, cfg); err != nil {
+		return nil, st, err
+	}
+	st.upgrade.config = cfg
 	if proc.grantLegacy, err = r.mayRunLegacyLease(ctx, proc, live, st); err != nil {
 		return nil, st, err
 	}

@@ -314,7 +314,12 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		return err
 	}
 	obs.config = pl.config
-	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[AnnotationConfigHash] == pl.config.Hash
+	// While the upgrade wave keeps the Scheduler on the legacy lease, it runs the configuration
+	// on that lease.
+	if _, obs.rollout.upgrade.config, err = obs.rollout.upgrade.keepLease(proc, pl.config); err != nil {
+		return err
+	}
+	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[AnnotationConfigHash] == obs.rollout.upgrade.config.Hash
 	// Hand-over before release: the profile's own scheduler goes only once every replica of the
 	// Scheduler runs the configuration that contains the profile. An available replica of the
 	// old revision does not serve it, and a new revision that fails is rolled back.

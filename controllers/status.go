@@ -208,11 +208,15 @@ func (r *SchedulerProfileReconciler) updateStatus(ctx context.Context, before, a
 	return nil
 }
 
-// runningHash is the configuration a process runs: the one applied, or after a rollback the one
-// of the revision the Deployment returned to.
+// runningHash is the configuration a process runs: the one applied (on the legacy lease while the
+// upgrade wave keeps it there), or after a rollback the one of the revision the Deployment
+// returned to.
 func runningHash(cfg *profile.Config, st rolloutState, d *appsv1.Deployment) string {
 	if st.failed != "" && d != nil && d.Spec.Template.Annotations[AnnotationConfigHash] != "" {
 		return d.Spec.Template.Annotations[AnnotationConfigHash]
+	}
+	if st.upgrade.config != nil {
+		return st.upgrade.config.Hash
 	}
 	return cfg.Hash
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // DefaultUpgradeMaxInFlight is how many schedulers an operator upgrade rolls to its new
@@ -25,6 +26,13 @@ const DefaultUpgradeMaxInFlight = 1
 type upgradeStep struct {
 	// image is the image the scheduler's pod template names in this pass.
 	image string
+	// legacyLease keeps the scheduler, while held, on the lease of an operator version before
+	// profile.LeasePrefix that its template runs on: the move to the prefixed lease is part of
+	// its turn.
+	legacyLease bool
+	// config is the configuration the pass applied: the profiles' own, on legacyLease when it is
+	// kept; nil when nothing was applied.
+	config *profile.Config
 	// held says why the scheduler stays on its image, while the operator has another one;
 	// empty when it is not held.
 	held string
@@ -34,8 +42,11 @@ type upgradeStep struct {
 
 // waveMember is one scheduler Deployment as the wave sees it.
 type waveMember struct {
-	name      string
-	image     string
+	name  string
+	image string
+	// leased is set when the template runs on a lease with profile.LeasePrefix (it carries
+	// AnnotationLease); a template of an operator version before the prefix does not.
+	leased    bool
 	available bool
 	// moves is set when the Deployment's owner is reconciled into a new template: it exists, is
 	// not being deleted, and (a profile) has a valid configuration. One that does not move neither
@@ -45,21 +56,28 @@ type waveMember struct {
 	rolledBack string
 }
 
-// planUpgrade decides the image of one scheduler (self, a Deployment name) during a change of the
-// operator's scheduler image to image: a change the operator makes to every template, not a
-// user's. The schedulers move a few at a time (maxInFlight), in the order of their Deployment
-// names, the next only once those on the new image are available on it; the first rollback from
-// the new image stops the wave and the rest stay on the image that works. A downgrade is the same
-// wave towards the older image. It reads no cluster: the members are an input.
+// upgraded tells whether the scheduler's template has what the operator gives every template:
+// its scheduler image and a prefixed lease.
+func (m waveMember) upgraded(image string) bool {
+	return m.image == image && m.leased
+}
+
+// planUpgrade decides the image and lease of one scheduler (self, a Deployment name) during a
+// change the operator makes to every template, not a user's: a change of its scheduler image to
+// image, and the move from the leases of an operator version before profile.LeasePrefix. The
+// schedulers move a few at a time (maxInFlight), in the order of their Deployment names, the next
+// only once those moved are available; the first rollback from the new image stops the wave and
+// the rest stay on the image (and lease) that works. A downgrade is the same wave towards the
+// older image. It reads no cluster: the members are an input.
 func planUpgrade(self string, image string, members []waveMember, maxInFlight int) upgradeStep {
 	i := slices.IndexFunc(members, func(m waveMember) bool { return m.name == self })
-	if i < 0 || members[i].image == "" || members[i].image == image {
+	if i < 0 || members[i].image == "" || members[i].upgraded(image) {
 		return upgradeStep{image: image}
 	}
-	current := members[i].image
+	current, legacy := members[i].image, !members[i].leased
 	for _, m := range members {
 		if m.rolledBack == image {
-			return upgradeStep{image: current, stopped: true, held: fmt.Sprintf(
+			return upgradeStep{image: current, legacyLease: legacy, stopped: true, held: fmt.Sprintf(
 				"the operator's scheduler image %s was rolled back on Deployment %s, so the upgrade stopped: this scheduler stays on %s until the operator's image changes", image, m.name, current)}
 		}
 	}
@@ -68,9 +86,9 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 	for _, m := range members {
 		switch {
 		case !m.moves && m.name != self:
-		case m.image == image && !m.available:
+		case m.upgraded(image) && !m.available:
 			inFlight++
-		case m.image != image:
+		case !m.upgraded(image):
 			pending = append(pending, m.name)
 		}
 	}
@@ -79,9 +97,14 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 	if pos := slices.Index(pending, self); pos >= 0 && pos < slots {
 		return upgradeStep{image: image}
 	}
-	return upgradeStep{image: current, held: fmt.Sprintf(
+	from, to := current, image
+	if legacy {
+		from += " and the lease of an operator version before the lease prefix"
+		to += " and its " + profile.LeasePrefix + " lease"
+	}
+	return upgradeStep{image: current, legacyLease: legacy, held: fmt.Sprintf(
 		"waiting for its turn to move from %s to the operator's scheduler image %s: %d scheduler(s) at a time, %d rolling out now, %d waiting",
-		current, image, max(maxInFlight, 1), inFlight, len(pending))}
+		from, to, max(maxInFlight, 1), inFlight, len(pending))}
 }
 
 // upgradeStepOf reads the scheduler Deployments of the operator's namespace and plans the image
@@ -100,7 +123,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 	for i := range list.Items {
 		d := &list.Items[i]
 		members = append(members, waveMember{
-			name: d.Name, image: schedulerImageOf(d), available: deploymentAvailable(d),
+			name: d.Name, image: schedulerImageOf(d), leased: leased(d.Spec.Template.Annotations), available: deploymentAvailable(d),
 			moves:      moving[LabelProfile][d.Labels[LabelProfile]] || moving[LabelScheduler][d.Labels[LabelScheduler]],
 			rolledBack: d.Annotations[AnnotationImageRolledBack],
 		})
@@ -131,6 +154,29 @@ func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[strin
 	return out, nil
 }
 
+// keepLease is the process and configuration of a pass that the step holds on the legacy lease:
+// the template keeps no AnnotationLease, and the configuration that lease. Otherwise they are
+// proc and cfg.
+func (u upgradeStep) keepLease(proc *process, cfg *profile.Config) (*process, *profile.Config, error) {
+	if !u.legacyLease {
+		return proc, cfg, nil
+	}
+	legacy, err := cfg.OnLease(proc.legacyLease)
+	if err != nil {
+		return nil, nil, err
+	}
+	held := *proc
+	held.onLegacyLease = true
+	return &held, legacy, nil
+}
+
+// leased tells whether a pod template runs on a prefixed lease: one of an operator version before
+// profile.LeasePrefix has no AnnotationLease.
+func leased(annotations map[string]string) bool {
+	_, ok := annotations[AnnotationLease]
+	return ok
+}
+
 // schedulerImageOf is the image of the scheduler container of a Deployment's template.
 func schedulerImageOf(d *appsv1.Deployment) string {
 	for _, c := range d.Spec.Template.Spec.Containers {
@@ -155,10 +201,11 @@ func desiredImageOf(d *appsv1ac.DeploymentApplyConfiguration) string {
 }
 
 // markImageRollback records on a rollback's Deployment the image it returns from, when the rollback
-// changes the image: the wave of that image stops. The mark stays while the operator's image is
-// that one (carryImageRollback), and goes with the next apply once the operator's image changes.
+// changes the image or returns to the legacy lease: the wave of that image stops. The mark stays
+// while the operator's image is that one (carryImageRollback), and goes with the next apply once
+// the operator's image changes.
 func markImageRollback(rollback *appsv1ac.DeploymentApplyConfiguration, failedImage string) {
-	if failedImage != "" && failedImage != desiredImageOf(rollback) {
+	if failedImage != "" && (failedImage != desiredImageOf(rollback) || !leased(rollback.Spec.Template.Annotations)) {
 		rollback.WithAnnotations(map[string]string{AnnotationImageRolledBack: failedImage})
 	}
 }
@@ -172,7 +219,7 @@ func carryImageRollback(desired *appsv1ac.DeploymentApplyConfiguration, live *ap
 }
 
 // enqueueHeldSchedulers enqueues, on an event of a scheduler Deployment, the owners of ownerLabel
-// whose Deployment is not on the operator's image: one may have its turn now.
+// whose Deployment is not on the operator's image or lease: one may have its turn now.
 func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 		if obj.GetLabels()[labelManagedBy] != FieldManager {
@@ -186,7 +233,7 @@ func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventH
 		}
 		var reqs []reconcile.Request
 		for i := range list.Items {
-			if d := &list.Items[i]; schedulerImageOf(d) != r.settings.image {
+			if d := &list.Items[i]; schedulerImageOf(d) != r.settings.image || !leased(d.Spec.Template.Annotations) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: d.Labels[ownerLabel]}})
 			}
 		}

@@ -7,8 +7,13 @@ import (
 
 func TestPlanUpgrade(t *testing.T) {
 	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
-	on := func(name, image string, available bool) waveMember {
+	// legacy is a scheduler of an operator version before the lease prefix: its template has no
+	// lease annotation.
+	legacy := func(name, image string, available bool) waveMember {
 		return waveMember{name: name, image: image, available: available, moves: true}
+	}
+	on := func(name, image string, available bool) waveMember {
+		return waveMember{name: name, image: image, leased: true, available: available, moves: true}
 	}
 	cases := []struct {
 		name        string
@@ -19,6 +24,8 @@ func TestPlanUpgrade(t *testing.T) {
 		// wantHeld is a part of the held message; empty when not held.
 		wantHeld    string
 		wantStopped bool
+		// wantLegacy keeps the template on the lease of an operator before the prefix.
+		wantLegacy bool
 	}{{
 		name:      "already on the operator's image",
 		self:      "a",
@@ -67,36 +74,75 @@ func TestPlanUpgrade(t *testing.T) {
 	}, {
 		name:      "a scheduler whose owner does not move holds no turn",
 		self:      "b",
-		members:   []waveMember{{name: "a", image: v1, available: true}, on("b", v1, true)},
+		members:   []waveMember{{name: "a", image: v1, leased: true, available: true}, on("b", v1, true)},
 		wantImage: v2,
 	}, {
 		name:      "a scheduler whose owner does not move counts in no flight",
 		self:      "b",
-		members:   []waveMember{{name: "a", image: v2}, on("b", v1, true)},
+		members:   []waveMember{{name: "a", image: v2, leased: true}, on("b", v1, true)},
 		wantImage: v2,
 	}, {
 		name:        "a rollback from the operator's image stops the wave",
 		self:        "b",
-		members:     []waveMember{{name: "a", image: v1, available: true, moves: true, rolledBack: v2}, on("b", v1, true)},
+		members:     []waveMember{{name: "a", image: v1, leased: true, available: true, moves: true, rolledBack: v2}, on("b", v1, true)},
 		wantImage:   v1,
 		wantHeld:    "the operator's scheduler image example.com/spo:v2 was rolled back on Deployment a, so the upgrade stopped: this scheduler stays on example.com/spo:v1",
 		wantStopped: true,
 	}, {
 		name:      "a scheduler already moved stays when the wave stops",
 		self:      "b",
-		members:   []waveMember{{name: "a", image: v1, moves: true, rolledBack: v2}, on("b", v2, true)},
+		members:   []waveMember{{name: "a", image: v1, leased: true, moves: true, rolledBack: v2}, on("b", v2, true)},
 		wantImage: v2,
 	}, {
 		name:      "a rollback from another image does not stop this wave",
 		self:      "a",
-		members:   []waveMember{{name: "a", image: v1, available: true, moves: true, rolledBack: "example.com/spo:v3"}},
+		members:   []waveMember{{name: "a", image: v1, leased: true, available: true, moves: true, rolledBack: "example.com/spo:v3"}},
 		wantImage: v2,
+	}, {
+		name:       "a scheduler of an operator before the lease prefix waits on its lease",
+		self:       "b",
+		members:    []waveMember{legacy("a", v1, true), legacy("b", v1, true)},
+		wantImage:  v1,
+		wantLegacy: true,
+		wantHeld:   "waiting for its turn to move from example.com/spo:v1 and the lease of an operator version before the lease prefix to the operator's scheduler image example.com/spo:v2 and its schedops- lease: 1 scheduler(s) at a time, 0 rolling out now, 2 waiting",
+	}, {
+		name:      "its turn moves the image and the lease together",
+		self:      "a",
+		members:   []waveMember{legacy("a", v1, true), legacy("b", v1, true)},
+		wantImage: v2,
+	}, {
+		name:       "the next waits while one moves off the legacy lease",
+		self:       "b",
+		members:    []waveMember{on("a", v2, false), legacy("b", v1, true)},
+		wantImage:  v1,
+		wantLegacy: true,
+		wantHeld:   "1 rolling out now, 1 waiting",
+	}, {
+		name:       "the lease alone is paced too, with the image unchanged",
+		self:       "b",
+		members:    []waveMember{legacy("a", v2, true), legacy("b", v2, true)},
+		wantImage:  v2,
+		wantLegacy: true,
+		wantHeld:   "1 scheduler(s) at a time, 0 rolling out now, 2 waiting",
+	}, {
+		name:      "on the operator's image but the legacy lease: its turn",
+		self:      "a",
+		members:   []waveMember{legacy("a", v2, true), on("b", v2, true)},
+		wantImage: v2,
+	}, {
+		name:        "a rollback to the legacy lease stops the wave",
+		self:        "b",
+		members:     []waveMember{{name: "a", image: v1, available: true, moves: true, rolledBack: v2}, legacy("b", v1, true)},
+		wantImage:   v1,
+		wantLegacy:  true,
+		wantHeld:    "so the upgrade stopped",
+		wantStopped: true,
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := planUpgrade(tc.self, v2, tc.members, tc.maxInFlight)
-			if got.image != tc.wantImage || got.stopped != tc.wantStopped || (tc.wantHeld == "") != (got.held == "") || !strings.Contains(got.held, tc.wantHeld) {
-				t.Errorf("planUpgrade = %+v; want image %s, stopped %v, held containing %q", got, tc.wantImage, tc.wantStopped, tc.wantHeld)
+			if got.image != tc.wantImage || got.stopped != tc.wantStopped || got.legacyLease != tc.wantLegacy || (tc.wantHeld == "") != (got.held == "") || !strings.Contains(got.held, tc.wantHeld) {
+				t.Errorf("planUpgrade = %+v; want image %s, stopped %v, legacy lease %v, held containing %q", got, tc.wantImage, tc.wantStopped, tc.wantLegacy, tc.wantHeld)
 			}
 		})
 	}
@@ -106,8 +152,8 @@ func TestPlanUpgrade(t *testing.T) {
 func TestPlanUpgradeDowngrade(t *testing.T) {
 	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
 	members := []waveMember{
-		{name: "a", image: v2, available: true, moves: true},
-		{name: "b", image: v2, available: true, moves: true},
+		{name: "a", image: v2, leased: true, available: true, moves: true},
+		{name: "b", image: v2, leased: true, available: true, moves: true},
 	}
 	if got := planUpgrade("a", v1, members, 1); got.image != v1 {
 		t.Errorf("the first scheduler of a downgrade: %+v", got)

@@ -118,3 +118,34 @@ func TestQueueSortConflict(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigOnLease: the same configuration on another lease differs in the lease alone, and
+// going back to the first lease gives the first bytes again (a held scheduler's template keeps
+// the ConfigMap it runs).
+func TestConfigOnLease(t *testing.T) {
+	cfg, err := RenderProcess(sharedProcess, renderMembers(t, sharedMembers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := cfg.OnLease("batch.scheduler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(string(cfg.YAML), "resourceName: "+sharedProcess.LeaseName+"\n", "resourceName: batch.scheduler\n", 1)
+	if diff := cmp.Diff(want, string(legacy.YAML)); diff != "" {
+		t.Errorf("the configuration on the legacy lease (-want +got):\n%s", diff)
+	}
+	if legacy.Hash == cfg.Hash {
+		t.Errorf("both leases have the hash %s", cfg.Hash)
+	}
+	back, err := legacy.OnLease(sharedProcess.LeaseName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Hash != cfg.Hash || string(back.YAML) != string(cfg.YAML) {
+		t.Errorf("back on %s: hash %s, want %s", sharedProcess.LeaseName, back.Hash, cfg.Hash)
+	}
+	if _, err := (&Config{Hash: "abc"}).OnLease("x"); err == nil {
+		t.Error("a configuration not rendered from profiles was rendered on another lease")
+	}
+}

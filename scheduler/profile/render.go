@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -40,6 +41,22 @@ type Config struct {
 	Hash string
 	// SchedulerName is the resolved scheduler name of the first profile.
 	SchedulerName string
+
+	// process and profiles are what the configuration was rendered from (RenderProcess), so that
+	// OnLease can render it again on another lease.
+	process  Process
+	profiles []Profile
+}
+
+// OnLease is the same configuration on another leader-election lease: what a scheduler of an
+// operator version that named its leases otherwise runs while it waits for its turn to move.
+func (c *Config) OnLease(name string) (*Config, error) {
+	if len(c.profiles) == 0 {
+		return nil, fmt.Errorf("rendering the configuration %s on lease %q: it was not rendered from profiles", c.Hash, name)
+	}
+	proc := c.process
+	proc.LeaseName = name
+	return RenderProcess(proc, c.profiles)
 }
 
 // document is the rendered file. Only the fields the operator sets are here, so the file reads
@@ -210,7 +227,10 @@ func RenderProcess(proc Process, profiles []Profile) (*Config, error) {
 		return nil, fmt.Errorf("rendering the scheduler of lease %q: %w", proc.LeaseName, err)
 	}
 	sum := sha256.Sum256(out)
-	return &Config{YAML: out, Hash: hex.EncodeToString(sum[:])[:HashLength], SchedulerName: profiles[0].SchedulerName}, nil
+	return &Config{
+		YAML: out, Hash: hex.EncodeToString(sum[:])[:HashLength], SchedulerName: profiles[0].SchedulerName,
+		process: proc, profiles: slices.Clone(profiles),
+	}, nil
 }
 
 // ProfilesIn reads the profiles of a rendered configuration back, by scheduler name: a shared

@@ -61,9 +61,28 @@ func TestLeaseMigration(t *testing.T) {
 	k.waitForLease(t, name, lease, appsv1.RecreateDeploymentStrategyType, lease, legacy)
 	// The Deployment controller: the old pods stopped, then the new ones became available.
 	// Nothing on the old lease is left to run or to return to.
-	k.markDeploymentAvailable(t, deployment)
+	k.markAvailableAfterRecreate(t, deployment)
 	k.waitForLease(t, name, lease, appsv1.RollingUpdateDeploymentStrategyType, lease)
 	k.waitForLastAvailable(t, name, k.liveDeployment(t, deployment).Spec.Template.Annotations[controllers.AnnotationRevision])
+}
+
+// markAvailableAfterRecreate plays the Deployment controller at the end of a Recreate: every new
+// pod available. The operator then returns the Deployment to surge first, a new generation with
+// the same template, which the controller observes at once: available again.
+func (k *cluster) markAvailableAfterRecreate(t *testing.T, deployment string) {
+	t.Helper()
+	k.markDeploymentAvailable(t, deployment)
+	testutil.Eventually(t, reconcileTimeout, deployment+" surge first again", func(ctx context.Context) error {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
+			return err
+		}
+		if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+			return fmt.Errorf("strategy %s", d.Spec.Strategy.Type)
+		}
+		return nil
+	})
+	k.markDeploymentAvailable(t, deployment)
 }
 
 // waitForLease waits until the profile's Deployment runs a template on lease with strategy and
@@ -242,22 +261,8 @@ func TestLeaseMigrationIsPaced(t *testing.T) {
 		if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
 			t.Errorf("%s moved with strategy %s, want Recreate", name, d.Spec.Strategy.Type)
 		}
-		// The Deployment controller: the new pods available. The operator returns the
-		// Deployment to surge first (a new generation, the same template), which the
-		// controller observes.
 		k.createReplicaSet(t, d, "v2")
-		k.markDeploymentAvailable(t, d.Name)
-		testutil.Eventually(t, reconcileTimeout, d.Name+" surge first again", func(ctx context.Context) error {
-			live := &appsv1.Deployment{}
-			if err := k.admin.Get(ctx, client.ObjectKeyFromObject(d), live); err != nil {
-				return err
-			}
-			if live.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
-				return fmt.Errorf("strategy %s", live.Spec.Strategy.Type)
-			}
-			return nil
-		})
-		k.markDeploymentAvailable(t, d.Name)
+		k.markAvailableAfterRecreate(t, d.Name)
 		k.waitForLastAvailable(t, name, d.Spec.Template.Annotations[controllers.AnnotationRevision])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +36,15 @@ var (
 // match want, and returns the profile as it was then.
 func (k *cluster) waitForConditions(t *testing.T, name string, want ...conditionWant) *schedulingv1alpha1.SchedulerProfile {
 	t.Helper()
+	return k.waitForConditionsWithin(t, reconcileTimeout, name, want...)
+}
+
+// waitForConditionsWithin is waitForConditions with its own timeout, for a pass that is slow by
+// design (a configuration near the size limit).
+func (k *cluster) waitForConditionsWithin(t *testing.T, timeout time.Duration, name string, want ...conditionWant) *schedulingv1alpha1.SchedulerProfile {
+	t.Helper()
 	var got *schedulingv1alpha1.SchedulerProfile
-	testutil.Eventually(t, reconcileTimeout, fmt.Sprintf("SchedulerProfile %s to have %v", name, want), func(ctx context.Context) error {
+	testutil.Eventually(t, timeout, fmt.Sprintf("SchedulerProfile %s to have %v", name, want), func(ctx context.Context) error {
 		p, err := k.getProfile(ctx, name)
 		if err != nil {
 			return err

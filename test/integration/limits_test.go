@@ -35,7 +35,9 @@ func TestSchedulerMemberTooLarge(t *testing.T) {
 	}
 	k.createProfile(t, testutil.MakeProfile(big).SchedulerRef(sched).
 		PluginConfig("NodeLabelPreference", `{"preferences": [`+strings.Join(prefs, ",")+`]}`).Obj())
-	p := k.waitForConditions(t, big, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonConfigTooLarge})
+	// The big member's pass renders and decodes a configuration of about 1 MiB, more than once:
+	// 10-35 s on a loaded 2-core machine.
+	p := k.waitForConditionsWithin(t, 3*reconcileTimeout, big, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonConfigTooLarge})
 	wantMsg := fmt.Sprintf("with this profile the configuration of Scheduler %s would be ", sched)
 	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, wantMsg) || !strings.Contains(msg, fmt.Sprintf("more than the %d a ConfigMap can hold", controllers.MaxConfigBytes)) {
 		t.Errorf("ConfigValid message %q, want the size and the limit", msg)
@@ -56,7 +58,7 @@ func TestSchedulerMemberTooLarge(t *testing.T) {
 	}
 	k.markDeploymentAvailable(t, changed.Status.DeploymentName)
 	k.waitForConditions(t, small, configValid, available)
-	k.waitForConditions(t, big, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonConfigTooLarge})
+	k.waitForConditionsWithin(t, 3*reconcileTimeout, big, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonConfigTooLarge})
 }
 
 // TestSchedulerAtTheMemberLimit: with a member limit of 2 (the test hook

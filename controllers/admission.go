@@ -79,7 +79,13 @@ func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.S
 	warnings := profileWarnings(p)
 	var errs field.ErrorList
 	if p.Spec.SchedulerRef.Name == "" {
-		errs = v.checkDedicatedProfile(p, all, served)
+		if errs = v.checkDedicatedProfile(p, all, served); len(errs) == 0 {
+			var more admission.Warnings
+			if errs, more, err = v.clusterErrors(ctx, dedicatedProcess(p, profile.SchedulerName(p))); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			warnings = append(warnings, more...)
+		}
 	} else {
 		var more admission.Warnings
 		var err error
@@ -238,6 +244,13 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 	}
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
+	}
+	clusterErrs, clusterWarnings, err := v.clusterErrors(ctx, proc)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if warnings = append(warnings, clusterWarnings...); len(clusterErrs) > 0 {
+		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, clusterErrs)
 	}
 	more, errs, err := v.checkMembers(ctx, s, proc)
 	if err != nil {

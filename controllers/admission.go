@@ -32,9 +32,10 @@ import (
 const lowPercentageOfNodesToScore = 10
 
 // profileValidator is the admission check of SchedulerProfiles: what the reconciler would make
-// of the profile, refused before it is stored. Only what the object itself decides is refused; a
-// missing Scheduler or an API the cluster does not serve can change after admission and is
-// reported in the status.
+// of the profile, refused before it is stored. What the object itself decides is refused, and
+// what it takes from the cluster as it is now (its extenders' Secrets, the APIs of its gates:
+// clusterErrors), which the reconciler checks again on every pass; a missing Scheduler or Secret
+// may be created after the profile and is only a warning.
 type profileValidator struct {
 	processObjects
 }

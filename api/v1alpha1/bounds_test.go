@@ -60,9 +60,7 @@ func TestEveryFieldIsBounded(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		for _, v := range crd.Spec.Versions {
-			w := &boundsWalk{kind: crd.Spec.Names.Kind, used: used}
-			w.walk("", v.Schema.OpenAPIV3Schema)
-			for _, p := range w.unbounded {
+			for _, p := range unboundedNodes(crd.Spec.Names.Kind, "", v.Schema.OpenAPIV3Schema, used) {
 				t.Errorf("%s %s %s", crd.Spec.Names.Kind, v.Name, p)
 			}
 		}
@@ -74,55 +72,54 @@ func TestEveryFieldIsBounded(t *testing.T) {
 	}
 }
 
-// boundsWalk collects the unbounded nodes of one kind's schema.
-type boundsWalk struct {
-	kind      string
-	used      map[string]bool
-	unbounded []string
-}
-
-func (w *boundsWalk) walk(path string, s *apiextensionsv1.JSONSchemaProps) {
+// unboundedNodes are the nodes of kind's schema s, at path, that have no bound; used records the
+// unboundedSubtrees entries met. Functions, not a type: kube-api-linter checks every type in api/.
+func unboundedNodes(kind, path string, s *apiextensionsv1.JSONSchemaProps, used map[string]bool) []string {
 	if s == nil {
-		return
+		return nil
 	}
-	if key := w.kind + " " + path; unboundedSubtrees[key] != "" {
-		w.used[key] = true
-		return
+	if key := kind + " " + path; unboundedSubtrees[key] != "" {
+		used[key] = true
+		return nil
 	}
+	var out []string
 	if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
-		w.unbounded = append(w.unbounded, path+": keeps unknown fields, so nothing in it is bounded")
+		out = append(out, path+": keeps unknown fields, so nothing in it is bounded")
 	}
 	switch {
 	case s.XIntOrString:
 		if s.MaxLength == nil {
-			w.unbounded = append(w.unbounded, path+": int-or-string without maxLength")
+			out = append(out, path+": int-or-string without maxLength")
 		}
 	case s.Type == "string":
 		if s.MaxLength == nil && len(s.Enum) == 0 && s.Format != "date-time" {
-			w.unbounded = append(w.unbounded, path+": string without maxLength")
+			out = append(out, path+": string without maxLength")
 		}
 	case s.Type == "array":
 		if s.MaxItems == nil {
-			w.unbounded = append(w.unbounded, path+": list without maxItems")
+			out = append(out, path+": list without maxItems")
 		}
 		if s.Items != nil {
-			w.walk(path+"[]", s.Items.Schema)
+			out = append(out, unboundedNodes(kind, path+"[]", s.Items.Schema, used)...)
 		}
 	case s.Type == "object":
-		w.walkObject(path, s)
+		for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
+			prop := s.Properties[name]
+			out = append(out, unboundedNodes(kind, path+"."+name, &prop, used)...)
+		}
+		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+			out = append(out, unboundedMap(kind, path, s, used)...)
+		}
 	}
+	return out
 }
 
-func (w *boundsWalk) walkObject(path string, s *apiextensionsv1.JSONSchemaProps) {
-	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
-		prop := s.Properties[name]
-		w.walk(path+"."+name, &prop)
-	}
-	if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
-		return
-	}
+// unboundedMap is unboundedNodes for a map: maxProperties, a rule that bounds its keys, and its
+// values (strings bounded by maxLength or by a rule).
+func unboundedMap(kind, path string, s *apiextensionsv1.JSONSchemaProps, used map[string]bool) []string {
+	var out []string
 	if s.MaxProperties == nil {
-		w.unbounded = append(w.unbounded, path+": map without maxProperties")
+		out = append(out, path+": map without maxProperties")
 	}
 	rules := make([]string, 0, len(s.XValidations))
 	for _, r := range s.XValidations {
@@ -130,14 +127,14 @@ func (w *boundsWalk) walkObject(path string, s *apiextensionsv1.JSONSchemaProps)
 	}
 	all := strings.Join(rules, "\n")
 	if !keyBound.MatchString(all) {
-		w.unbounded = append(w.unbounded, path+": map without a rule that bounds its keys (size(k) <= N)")
+		out = append(out, path+": map without a rule that bounds its keys (size(k) <= N)")
 	}
 	value := s.AdditionalProperties.Schema
 	if value.Type == "string" && value.MaxLength == nil {
 		if !valueBound.MatchString(all) {
-			w.unbounded = append(w.unbounded, path+": map of strings without a rule that bounds its values (size(self[k]) <= N)")
+			out = append(out, path+": map of strings without a rule that bounds its values (size(self[k]) <= N)")
 		}
-		return
+		return out
 	}
-	w.walk(path+"{}", value)
+	return append(out, unboundedNodes(kind, path+"{}", value, used)...)
 }

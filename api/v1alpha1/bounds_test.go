@@ -23,13 +23,13 @@ var unboundedSubtrees = map[string]string{
 	"SchedulerProfile .kind":                         "TypeMeta, checked by the apiserver",
 	"SchedulerProfile .spec.scheduler.affinity":      "core/v1 Affinity",
 	"SchedulerProfile .spec.scheduler.resources":     "core/v1 ResourceRequirements",
-	"SchedulerProfile .spec.scheduler.tolerations[]": "core/v1 Toleration; the list has MaxItems",
+	"SchedulerProfile .spec.scheduler.tolerations[]": "core/v1 Toleration; the list has MaxItems and a rule bounds its strings",
 	"SchedulerProfile .spec.pluginConfig[].args":     "plugin args, decoded strictly as <name>Args and bounded with the whole configuration (MaxConfigBytes)",
 	"Scheduler .apiVersion":                          "TypeMeta, checked by the apiserver",
 	"Scheduler .kind":                                "TypeMeta, checked by the apiserver",
 	"Scheduler .spec.affinity":                       "core/v1 Affinity",
 	"Scheduler .spec.resources":                      "core/v1 ResourceRequirements",
-	"Scheduler .spec.tolerations[]":                  "core/v1 Toleration; the list has MaxItems",
+	"Scheduler .spec.tolerations[]":                  "core/v1 Toleration; the list has MaxItems and a rule bounds its strings",
 }
 
 // Rules of a map that bound its keys and its string values: a schema cannot bound either.

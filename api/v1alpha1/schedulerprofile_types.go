@@ -402,10 +402,12 @@ type SchedulerSettings struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// tolerations of the scheduler pods, at most 64. Each is a core/v1 Toleration, whose schema
-	// carries no bounds of its own.
+	// carries no bounds of its own: a rule bounds its key as a label key (317 characters), its
+	// value as a label value (63), and its operator and effect to 32 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || size(t.key) <= 317) && (!has(t.value) || size(t.value) <= 63) && (!has(t.operator) || size(t.operator) <= 32) && (!has(t.effect) || size(t.effect) <= 32))",message="a toleration's key is at most 317 characters and its value at most 63, as for labels, and its operator and effect at most 32"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// affinity of the scheduler pods. Their pod (anti-)affinity terms may only select pods of

@@ -32,9 +32,10 @@ import (
 const lowPercentageOfNodesToScore = 10
 
 // profileValidator is the admission check of SchedulerProfiles: what the reconciler would make
-// of the profile, refused before it is stored. Only what the object itself decides is refused; a
-// missing Scheduler or an API the cluster does not serve can change after admission and is
-// reported in the status.
+// of the profile, refused before it is stored. What the object itself decides is refused, and
+// what it takes from the cluster as it is now (its extenders' Secrets, the APIs of its gates:
+// clusterErrors), which the reconciler checks again on every pass; a missing Scheduler or Secret
+// may be created after the profile and is only a warning.
 type profileValidator struct {
 	processObjects
 }
@@ -79,7 +80,13 @@ func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.S
 	warnings := profileWarnings(p)
 	var errs field.ErrorList
 	if p.Spec.SchedulerRef.Name == "" {
-		errs = v.checkDedicatedProfile(p, all, served)
+		if errs = v.checkDedicatedProfile(p, all, served); len(errs) == 0 {
+			var more admission.Warnings
+			if errs, more, err = v.clusterErrors(ctx, dedicatedProcess(p, profile.SchedulerName(p))); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			warnings = append(warnings, more...)
+		}
 	} else {
 		var more admission.Warnings
 		var err error
@@ -238,6 +245,13 @@ func (v *schedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 	}
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
+	}
+	clusterErrs, clusterWarnings, err := v.clusterErrors(ctx, proc)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if warnings = append(warnings, clusterWarnings...); len(clusterErrs) > 0 {
+		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, clusterErrs)
 	}
 	more, errs, err := v.checkMembers(ctx, s, proc)
 	if err != nil {

@@ -38,25 +38,40 @@ func newServedAPIs(d discovery.ServerResourcesInterface) *servedAPIs {
 // nothing can be asked). A scheduler started without it waits for its caches forever and never
 // schedules anything.
 func (s *servedAPIs) missing(gates map[string]bool) (string, error) {
+	req, err := s.firstMissing(gates)
+	if err != nil || req == nil {
+		return "", err
+	}
+	return apiMissingMessage(*req, ", so nothing is rolled out"), nil
+}
+
+// firstMissing is the first requirement of the gates whose API the cluster does not serve; nil
+// when all are served (or nothing can be asked).
+func (s *servedAPIs) firstMissing(gates map[string]bool) (*profile.GateRequirement, error) {
 	if s == nil {
-		return "", nil
+		return nil, nil
 	}
 	for _, req := range profile.RequiredAPIs(gates) {
 		served, err := s.serves(req.API)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if served {
-			continue
+		if !served {
+			return &req, nil
 		}
-		msg := fmt.Sprintf("feature gate %s needs the API %s %s, which the cluster does not serve (%s serves it); the scheduler would never sync its caches, so nothing is rolled out",
-			req.Gate, req.API.GroupVersion, req.API.Resource, req.API.Serve)
-		if req.ByDefault {
-			msg += fmt.Sprintf("; the gate is on by default: set featureGates %s: false to run without the API", req.Gate)
-		}
-		return msg, nil
 	}
-	return "", nil
+	return nil, nil
+}
+
+// apiMissingMessage says which API a gate needs and how to serve it; consequence ends the
+// sentence about the scheduler's caches, and a gate on by default says how to turn it off.
+func apiMissingMessage(req profile.GateRequirement, consequence string) string {
+	msg := fmt.Sprintf("feature gate %s needs the API %s %s, which the cluster does not serve (%s serves it); the scheduler would never sync its caches%s",
+		req.Gate, req.API.GroupVersion, req.API.Resource, req.API.Serve, consequence)
+	if req.ByDefault {
+		msg += fmt.Sprintf("; the gate is on by default: set featureGates %s: false to run without the API", req.Gate)
+	}
+	return msg
 }
 
 func (s *servedAPIs) serves(api profile.GateAPI) (bool, error) {

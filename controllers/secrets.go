@@ -106,7 +106,7 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 			_, _ = h.Write(secret.Data[k])
 		}
 	}
-	if refusal := unverifiedHTTPS(proc.extenders, proc.secrets.withCA, r.settings.namespace); refusal.refused() {
+	if _, refusal := unverifiedHTTPS(proc.extenders, proc.secrets.withCA, r.settings.namespace); refusal.refused() {
 		return refusal, nil
 	}
 	proc.secrets.hash = hex.EncodeToString(h.Sum(nil))[:profile.HashLength]
@@ -136,25 +136,26 @@ func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret) secretRefu
 	return secretRefusal{}
 }
 
-// unverifiedHTTPS refuses an extender with insecure whose Secret has a ca.crt, and an HTTPS
-// extender whose Secret has no ca.crt and that sets no caData nor insecure: kube-scheduler calls an HTTPS extender without a CA unverified, silently, so the
+// unverifiedHTTPS refuses, with its index (-1 for none), an extender with insecure whose Secret
+// has a ca.crt, and an HTTPS extender whose Secret has no ca.crt and that sets no caData nor
+// insecure: kube-scheduler calls an HTTPS extender without a CA unverified, silently, so the
 // operator asks for insecure: true to say that this is meant. Extenders without a Secret are
 // checked by profile.ValidateExtenders, with their field.
-func unverifiedHTTPS(extenders []schedulingv1alpha1.Extender, withCA sets.Set[string], namespace string) secretRefusal {
+func unverifiedHTTPS(extenders []schedulingv1alpha1.Extender, withCA sets.Set[string], namespace string) (int, secretRefusal) {
 	for i, e := range extenders {
 		t := e.TLSConfig
 		if t != nil && ptr.Deref(t.Insecure, false) && withCA.Has(t.SecretRef.Name) {
 			// client-go refuses a CA with insecure: the scheduler would not start.
-			return secretInvalid("Secret %s/%s, named in spec.extenders[%d].tlsConfig.secretRef, has %s and the extender sets insecure: true: the scheduler's TLS client refuses a CA with insecure; remove insecure, or %s from the Secret",
+			return i, secretInvalid("Secret %s/%s, named in spec.extenders[%d].tlsConfig.secretRef, has %s and the extender sets insecure: true: the scheduler's TLS client refuses a CA with insecure; remove insecure, or %s from the Secret",
 				namespace, t.SecretRef.Name, i, profile.SecretCAKey, profile.SecretCAKey)
 		}
 		if !ptr.Deref(e.EnableHTTPS, false) || t == nil || t.SecretRef.Name == "" || ptr.Deref(t.Insecure, false) || len(t.CAData) > 0 || withCA.Has(t.SecretRef.Name) {
 			continue
 		}
-		return secretInvalid("Secret %s/%s, named in spec.extenders[%d].tlsConfig.secretRef, has no %s and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified",
+		return i, secretInvalid("Secret %s/%s, named in spec.extenders[%d].tlsConfig.secretRef, has no %s and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified",
 			namespace, t.SecretRef.Name, i, profile.SecretCAKey)
 	}
-	return secretRefusal{}
+	return -1, secretRefusal{}
 }
 
 // extenderSecretVolumes mount each Secret that the process's extenders name, read-only, at

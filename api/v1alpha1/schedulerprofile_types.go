@@ -283,6 +283,8 @@ type Extender struct {
 	// httpTimeout is the timeout of one call to the extender, for example "5s". A filter timeout
 	// fails the pod's scheduling attempt; a prioritize timeout is ignored.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	HTTPTimeout metav1.Duration `json:"httpTimeout,omitzero"`
 
 	// nodeCacheCapable means the extender caches node information, so the scheduler sends only
@@ -387,22 +389,31 @@ type SchedulerSettings struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// resources of the scheduler container. Defaults to requests of 100m CPU and 128Mi memory.
+	// The type is core/v1's, whose schema carries no bounds of its own; the object's size bounds it.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
-	// nodeSelector constrains the nodes the scheduler pods run on.
+	// nodeSelector constrains the nodes the scheduler pods run on: at most 64 labels, each key
+	// at most 317 characters (a 253-character prefix, "/" and a 63-character name) and each
+	// value at most 63, as for labels.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="nodeSelector keys are at most 317 characters and values at most 63, as for labels"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// tolerations of the scheduler pods.
+	// tolerations of the scheduler pods, at most 64. Each is a core/v1 Toleration, whose schema
+	// carries no bounds of its own: a rule bounds its key as a label key (317 characters), its
+	// value as a label value (63), and its operator and effect to 32 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || size(t.key) <= 317) && (!has(t.value) || size(t.value) <= 63) && (!has(t.operator) || size(t.operator) <= 32) && (!has(t.effect) || size(t.effect) <= 32))",message="a toleration's key is at most 317 characters and its value at most 63, as for labels, and its operator and effect at most 32"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// affinity of the scheduler pods. Their pod (anti-)affinity terms may only select pods of
 	// the operator's namespace: namespaces and namespaceSelector are refused, so that a profile
-	// cannot keep other teams' pods off nodes or preempt them through the scheduler pods.
+	// cannot keep other teams' pods off nodes or preempt them through the scheduler pods. The
+	// type is core/v1's, whose schema carries no bounds of its own; the object's size bounds it.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 
@@ -435,8 +446,10 @@ type SchedulerSettings struct {
 	// {GenericWorkload: true} for gang scheduling. The operator validates the profiles with these
 	// gates, refuses unknown and locked gates and gates without the gates they depend on, and
 	// checks that the cluster serves the APIs they need. A change rolls the scheduler.
+	// At most 64 gates, each name at most 128 characters.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 128)",message="feature gate names are at most 128 characters"
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
 

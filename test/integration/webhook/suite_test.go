@@ -84,6 +84,8 @@ func runSuite(m *testing.M) int {
 		SchedulerImage: operatorenv.SchedulerImage,
 		// The allowlist the priority class tests expect.
 		AllowedPriorityClasses: []string{"system-cluster-critical"},
+		// The member limit TestRefusedAtCreate reaches.
+		MaxMembersPerScheduler: maxMembers,
 		Webhook:                &controllers.WebhookOptions{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir},
 	})
 	if err != nil {

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// TestAdmissionOfWhatComesFromTheCluster: the webhook refuses, at the extender's secretRef, a
+// Secret that the reconcilers would refuse before a rollout (no consent label, a pair that does
+// not match, HTTPS left without a CA), and at the gate a feature gate whose API the cluster does
+// not serve, on a profile and on a Scheduler; a Secret that does not exist yet is a warning.
+func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
+	unlabelled := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
+	unlabelled.Labels = nil
+	const named = "named in an extender's tlsConfig.secretRef"
+	// What a 1.37 apiserver serves by default: no composite pod groups.
+	served := []*metav1.APIResourceList{
+		{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "podgroups"}}},
+		{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "devicetaintrules"}}},
+	}
+	withoutTaintRules := []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1"}}
+	composite := map[string]bool{"GenericWorkload": true, "TopologyAwareWorkloadScheduling": true, "CompositePodGroup": true}
+	const compositeMissing = "feature gate CompositePodGroup needs the API scheduling.k8s.io/v1alpha3 compositepodgroups, which the cluster does not serve (kube-apiserver --feature-gates=GenericWorkload=true,CompositePodGroup=true --runtime-config=scheduling.k8s.io/v1alpha3=true serves it); the scheduler would never sync its caches"
+	tests := []struct {
+		name         string
+		secrets      []*corev1.Secret
+		resources    []*metav1.APIResourceList
+		gates        map[string]bool
+		wantCauses   []string
+		wantWarnings []string
+	}{
+		{name: "a labelled Secret with its pair and CA", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))}},
+		{name: "a Secret without consent", secrets: []*corev1.Secret{unlabelled},
+			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so`}},
+		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key2, "ca.crt", string(cert1)))},
+			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`}},
+		{name: "HTTPS and a Secret without a CA", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key1))},
+			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, named in spec.extenders[0].tlsConfig.secretRef, has no ca.crt and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified`}},
+		{name: "a Secret that does not exist yet",
+			wantWarnings: []string{`spec.extenders[0].tlsConfig.secretRef.name: Secret ops/a does not exist; nothing is rolled out until it does`}},
+		{name: "a gate whose API is served", resources: append(served, &metav1.APIResourceList{GroupVersion: "scheduling.k8s.io/v1alpha3", APIResources: []metav1.APIResource{{Name: "compositepodgroups"}}}), gates: composite},
+		{name: "a gate whose API is not served", resources: served, gates: composite,
+			wantCauses: []string{"<gates>.CompositePodGroup: Invalid value: " + compositeMissing}},
+		{name: "a gate on by default whose API is switched off", resources: withoutTaintRules,
+			wantCauses: []string{"<gates>: Invalid value: feature gate DRADeviceTaintRules needs the API resource.k8s.io/v1 devicetaintrules, which the cluster does not serve (kube-apiserver --runtime-config=resource.k8s.io/v1/devicetaintrules=true serves it); the scheduler would never sync its caches; the gate is on by default: set featureGates DRADeviceTaintRules: false to run without the API"}},
+	}
+	for _, tc := range tests {
+		for _, kind := range []string{"SchedulerProfile", "Scheduler"} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				var objs []client.Object
+				secrets := tc.secrets
+				for _, s := range secrets {
+					objs = append(objs, s)
+				}
+				r := fakeObjects(objs...)
+				resources := tc.resources
+				if resources == nil {
+					resources = served
+				}
+				r.apis = newServedAPIs(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}})
+				var extenders []schedulingv1alpha1.Extender
+				if tc.secrets != nil || tc.wantWarnings != nil {
+					extenders = withTLSExtenders("x", "a").Spec.Extenders
+					extenders[0].Ignorable = ptr.To(true) // no warning of its own
+				}
+				settings := schedulingv1alpha1.SchedulerSettings{FeatureGates: tc.gates}
+				var causes []string
+				var warnings admission.Warnings
+				gates := "spec.scheduler.featureGates"
+				if kind == "SchedulerProfile" {
+					p := testutil.MakeProfile("p").SchedulerSettings(settings).Obj()
+					p.Spec.Extenders = extenders
+					w, err := (&profileValidator{r}).ValidateCreate(t.Context(), p)
+					causes, warnings = testutil.InvalidCauses(t, err), w
+				} else {
+					gates = "spec.featureGates"
+					s := testutil.MakeScheduler("s").Obj()
+					s.Spec.SchedulerSettings, s.Spec.Extenders = settings, extenders
+					w, err := (&schedulerValidator{r}).ValidateCreate(t.Context(), s)
+					causes, warnings = testutil.InvalidCauses(t, err), w
+				}
+				want := make([]string, len(tc.wantCauses))
+				for i, c := range tc.wantCauses {
+					want[i] = strings.Replace(c, "<gates>", gates, 1)
+				}
+				if diff := cmp.Diff(want, causes, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("causes (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.wantWarnings, []string(warnings), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("warnings (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}

@@ -110,6 +110,18 @@ func TestRender(t *testing.T) {
 			want: []string{"SchedulerProfile avoid is invalid:", `spec.pluginConfig[0].args.labels[1]: Invalid value: "not a key"`},
 		},
 		{
+			name: "the example manager does not know the stock plugins", manager: &exampleManager, wantCode: 1,
+			profile: `apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: avoid}
+spec:
+  pluginConfig:
+  - name: NodePool
+    args: {nodeSelector: {}}
+`,
+			want: []string{"SchedulerProfile avoid is invalid:", `spec.pluginConfig[0].name: Not found: "NodePool"`},
+		},
+		{
 			name: "the stock manager does not know the plugin", manager: &stockManager, profile: profile("{labels: [a]}"), wantCode: 1,
 			want: []string{"SchedulerProfile avoid is invalid:", `spec.pluginConfig[0].name: Not found: "AvoidNodeLabels"`},
 		},

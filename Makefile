@@ -194,7 +194,7 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 .PHONY: test
-test: test-unit test-example test-fuzz test-integration test-e2e test-bundle test-monitoring test-node ## Run every test tier.
+test: test-unit test-example test-fuzz test-integration test-e2e test-example-e2e test-bundle test-monitoring test-node ## Run every test tier.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: builders, rendering, plugins.
@@ -202,7 +202,11 @@ test-unit: ## Unit tests: builders, rendering, plugins.
 
 .PHONY: test-example
 test-example: build-example bin/manager ## Test the plugin module examples/avoidnodelabels: its plugin, and its binaries against the stock manager.
-	cd $(EXAMPLE) && EXAMPLE_BIN_DIR=$(EXAMPLE_BIN) STOCK_MANAGER=$(LOCALBIN)/manager go test ./...
+	cd $(EXAMPLE) && EXAMPLE_BIN_DIR=$(EXAMPLE_BIN) STOCK_MANAGER=$(LOCALBIN)/manager go test $$(go list ./... | grep -v /e2e)
+
+.PHONY: test-example-e2e
+test-example-e2e: k8s-binaries build-example ## End to end on the local simulated cluster: the operator with examples/avoidnodelabels' plugin, and its scheduler, keep pods off the labelled nodes.
+	cd $(EXAMPLE) && LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(EXAMPLE_BIN)/kube-scheduler go test ./e2e -count=1 -v -timeout 10m
 
 .PHONY: test-fuzz
 test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).

@@ -1,8 +1,11 @@
 // Package operator builds the scheduler-profile-operator's two binaries with a set of scheduler
-// plugins of your own: RunScheduler is the main function of the scheduler (upstream
-// kube-scheduler with the plugins compiled in) and RunManager that of the operator, which
-// validates every SchedulerProfile against exactly those plugins before the scheduler runs it.
-// Both take the same plugins, so what the operator accepts is what the scheduler runs.
+// plugins of your own. Plugin describes one; scheduler.Run (package pkg/operator/scheduler) is
+// the main function of the scheduler, upstream kube-scheduler with the plugins compiled in, and
+// manager.Run (package pkg/operator/manager) that of the operator, which validates every
+// SchedulerProfile against exactly those plugins before the scheduler runs it. Both take the same
+// plugins, so what the operator accepts is what the scheduler runs. They are two packages so that
+// neither binary links the other's dependencies (the scheduler no controller-runtime, the
+// manager no kube-scheduler command).
 //
 // This package is the supported Go API of the project; the other packages may change in any
 // release. The operator's own binaries are these two calls with StockPlugins. A plugin module

@@ -58,6 +58,12 @@ VERSION_LDFLAGS := $(foreach p,$(VERSION_PKGS),-X $(p).gitVersion=$(K8S_VERSION)
 LDFLAGS := -s -w $(VERSION_LDFLAGS)
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './bin/*' -not -path './hack/tools/*')
+
+# The plugin module examples/avoidnodelabels (its own go.mod), built into its own manager and
+# scheduler with pkg/operator, and into its own image.
+EXAMPLE := examples/avoidnodelabels
+EXAMPLE_BIN := $(LOCALBIN)/$(EXAMPLE)
+EXAMPLE_IMG ?= avoidnodelabels-operator:dev
 # Packages of the unit tier: everything but the tiers under test/ that need a control plane.
 UNIT_PKGS = $$(go list ./... | grep -v /test/)
 
@@ -94,8 +100,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml, with kube-api-linter and logcheck) on the whole module, tests included.
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml, with kube-api-linter and logcheck) on the whole module, tests included, and on examples/avoidnodelabels.
 	$(GOLANGCI_LINT) run ./...
+	cd $(EXAMPLE) && $(GOLANGCI_LINT) run ./...
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint with its plugins into bin/ (from hack/tools/golangci-lint).
@@ -108,8 +115,10 @@ verify: generate manifests bundle $(GOLANGCI_LINT) ## Regenerate everything and 
 	@out="$$(gofmt -s -l $(GO_SOURCES))"; if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	hack/update-k8s-replaces.sh $(K8S_VERSION)
 	go mod tidy -diff
+	cd $(EXAMPLE) && go mod tidy -diff && go vet ./...
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
+	cd $(EXAMPLE) && $(GOLANGCI_LINT) run ./...
 	go run ./hack/checktree
 	@status="$$(git status --porcelain --untracked-files=all)"; if [[ -n "$$status" ]]; then \
 		echo "generated files are out of date or untracked (run make generate manifests and commit):"; \
@@ -126,6 +135,12 @@ bin/manager: $(GO_SOURCES) go.mod go.sum
 
 bin/kube-scheduler: $(GO_SOURCES) go.mod go.sum
 	CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $@ ./scheduler
+
+.PHONY: build-example
+build-example: $(EXAMPLE_BIN)/manager $(EXAMPLE_BIN)/kube-scheduler ## Build the plugin module examples/avoidnodelabels into its own manager and scheduler (bin/examples/avoidnodelabels).
+
+$(EXAMPLE_BIN)/manager $(EXAMPLE_BIN)/kube-scheduler: $(GO_SOURCES) go.mod go.sum $(EXAMPLE)/go.mod $(EXAMPLE)/go.sum
+	cd $(EXAMPLE) && CGO_ENABLED=0 go build -ldflags '$(LDFLAGS)' -o $@ ./cmd/$(notdir $@)
 
 .PHONY: run
 run: manifests ## Run the operator against the current kubeconfig, without its webhook (the apiserver cannot reach it).
@@ -181,11 +196,19 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 .PHONY: test
-test: test-unit test-fuzz test-integration test-e2e test-bundle test-monitoring test-node ## Run every test tier.
+test: test-unit test-example test-fuzz test-integration test-e2e test-example-e2e test-bundle test-monitoring test-node ## Run every test tier.
 
 .PHONY: test-unit
 test-unit: ## Unit tests: builders, rendering, plugins.
 	go test $(UNIT_PKGS)
+
+.PHONY: test-example
+test-example: build-example bin/manager ## Test the plugin module examples/avoidnodelabels: its plugin, and its binaries against the stock manager.
+	cd $(EXAMPLE) && EXAMPLE_BIN_DIR=$(EXAMPLE_BIN) STOCK_MANAGER=$(LOCALBIN)/manager go test $$(go list ./... | grep -v /e2e)
+
+.PHONY: test-example-e2e
+test-example-e2e: k8s-binaries build-example ## End to end on the local simulated cluster: the operator with examples/avoidnodelabels' plugin, and its scheduler, keep pods off the labelled nodes.
+	cd $(EXAMPLE) && LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(EXAMPLE_BIN)/kube-scheduler go test ./e2e -count=1 -v -timeout 10m
 
 .PHONY: test-fuzz
 test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
@@ -304,15 +327,24 @@ $(IMAGE_TOOL): hack/tools/image/go.mod hack/tools/image/go.sum hack/tools/image/
 .PHONY: image
 image: $(IMAGE_TAR) ## Build the image IMG as a tarball (IMAGE_TAR) without a container engine.
 
-# The tag is part of the tarball: a stamp that changes with IMG rebuilds it for another IMG.
-IMAGE_TAG_STAMP := $(LOCALBIN)/image.tag
+# The binaries of the image: a plugin module's pair instead with `make image-example`.
+MANAGER_BIN ?= bin/manager
+SCHEDULER_BIN ?= bin/kube-scheduler
+
+# The tag and the binaries are part of the tarball: a stamp that changes with IMG (or with the
+# binaries' paths) rebuilds it for another IMG.
+IMAGE_TAG_STAMP := $(IMAGE_TAR).tag
 .PHONY: FORCE
 $(IMAGE_TAG_STAMP): FORCE
-	@mkdir -p $(LOCALBIN); [ "$$(cat $@ 2>/dev/null)" = "$(IMG)" ] || echo "$(IMG)" > $@
+	@mkdir -p $(dir $@); [ "$$(cat $@ 2>/dev/null)" = "$(IMG) $(MANAGER_BIN) $(SCHEDULER_BIN)" ] || echo "$(IMG) $(MANAGER_BIN) $(SCHEDULER_BIN)" > $@
 
-$(IMAGE_TAR): bin/manager bin/kube-scheduler $(IMAGE_TOOL) $(IMAGE_TAG_STAMP)
+$(IMAGE_TAR): $(MANAGER_BIN) $(SCHEDULER_BIN) $(IMAGE_TOOL) $(IMAGE_TAG_STAMP)
 	$(IMAGE_TOOL) --output $@ --tag $(IMG) --user 65532:65532 --entrypoint /manager \
-		$(foreach l,$(IMAGE_LABELS),--label $(l)) --file /manager=bin/manager --file /kube-scheduler=bin/kube-scheduler
+		$(foreach l,$(IMAGE_LABELS),--label $(l)) --file /manager=$(MANAGER_BIN) --file /kube-scheduler=$(SCHEDULER_BIN)
+
+.PHONY: image-example
+image-example: build-example ## Build the image EXAMPLE_IMG of examples/avoidnodelabels' manager and scheduler as a tarball (bin/examples/avoidnodelabels/image.tar).
+	$(MAKE) image IMG=$(EXAMPLE_IMG) IMAGE_TAR=$(EXAMPLE_BIN)/image.tar MANAGER_BIN=$(EXAMPLE_BIN)/manager SCHEDULER_BIN=$(EXAMPLE_BIN)/kube-scheduler
 
 $(PAUSE_IMAGE_TAR): hack/tools/image/pause/main.go $(IMAGE_TOOL)
 	cd hack/tools/image && CGO_ENABLED=0 go build -ldflags '-s -w' -o $(LOCALBIN)/pause ./pause

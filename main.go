@@ -1,119 +1,18 @@
 // Command manager is the scheduler-profile-operator: it turns SchedulerProfiles into validated
-// kube-scheduler configurations and the scheduler Deployments that run them.
+// kube-scheduler configurations and the scheduler Deployments that run them. It runs this
+// repository's plugins through the public API that a plugin module of its own uses too.
 //
 // `manager render -f profile.yaml` renders and validates profiles offline, without a cluster, and
 // `manager plugins` lists the plugins a profile can use.
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
-	"math"
 	"os"
-	"strings"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/pkg/operator"
+	"github.com/schedops/scheduler-profile-operator/pkg/operator/manager"
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "render":
-			os.Exit(runRender(os.Args[2:], os.Stdout, os.Stderr))
-		case "plugins":
-			os.Exit(runPlugins(os.Args[2:], os.Stdout, os.Stderr))
-		}
-	}
-	if err := run(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // the usage is printed
-		}
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
-
-func run(args []string) error {
-	opts, zapOpts, err := managerOptions(args, os.Getenv)
-	if err != nil {
-		return err
-	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
-	mgr, err := controllers.NewManager(ctrl.GetConfigOrDie(), opts)
-	if err != nil {
-		return err
-	}
-	ctrl.Log.WithName("setup").Info("Starting the manager", "namespace", opts.Namespace)
-	return mgr.Start(ctrl.SetupSignalHandler())
-}
-
-// managerOptions reads the operator's settings from its flags and from the environment through
-// getenv, and the logging flags.
-func managerOptions(args []string, getenv func(string) string) (controllers.ManagerOptions, *zap.Options, error) {
-	var opts controllers.ManagerOptions
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8443", "The address the metrics endpoint binds to; 0 disables it.")
-	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", true, "Serve the metrics over HTTPS to callers allowed to get the /metrics nonResourceURL; false serves plain HTTP to anyone.")
-	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "The directory with the metrics server's tls.crt and tls.key; without them a self-signed certificate is used.")
-	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to.")
-	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Enable leader election, so that only one operator replica reconciles.")
-	enableWebhook := fs.Bool("enable-webhook", true, "Serve the validating admission webhook of SchedulerProfiles and Schedulers; false when the apiserver cannot reach the operator (make run).")
-	disableRotation := fs.Bool("disable-cert-rotation", false, "Do not create and renew the webhook's serving certificate: it is provided in --webhook-cert-dir (OLM does so).")
-	wh := controllers.WebhookOptions{}
-	fs.IntVar(&wh.Port, "webhook-port", controllers.DefaultWebhookPort, "The port the webhook is served on.")
-	fs.StringVar(&wh.CertDir, "webhook-cert-dir", "", "The directory of the webhook's tls.crt and tls.key (default <temp dir>/k8s-webhook-server/serving-certs).")
-	fs.StringVar(&wh.SecretName, "webhook-cert-secret", controllers.DefaultWebhookSecret, "The Secret, in the operator's namespace, that holds the rotated certificate.")
-	fs.StringVar(&wh.ConfigName, "webhook-config-name", controllers.DefaultWebhookConfigName, "The ValidatingWebhookConfiguration whose caBundle the rotation sets.")
-	fs.StringVar(&wh.ServiceName, "webhook-service-name", controllers.DefaultWebhookServiceName, "The Service, in the operator's namespace, that the certificate is issued for.")
-	fs.DurationVar(&opts.Rollout.Deadline, "rollout-deadline", controllers.DefaultRolloutDeadline, "How long a new scheduler revision may take to become available, from when the operator applied it, before it is rolled back; for owners that set no rolloutDeadlineSeconds.")
-	fs.DurationVar(&opts.Rollout.Unschedulable, "rollout-unschedulable-timeout", controllers.DefaultUnschedulableTimeout, "How long a new scheduler pod may stay Unschedulable (a preemption, a node being added) before its rollout is rolled back.")
-	fs.IntVar(&opts.UpgradeMaxInFlight, "upgrade-max-in-flight", controllers.DefaultUpgradeMaxInFlight, "How many scheduler Deployments a new scheduler image (an operator upgrade or downgrade) rolls at a time, in the order of their names, the next once those are available; the first rollback stops it. Users' own changes are not paced.")
-	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
-	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
-	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
-		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, priorityClassList(v)...)
-		return nil
-	})
-	zapOpts := &zap.Options{}
-	zapOpts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return opts, nil, err
-	}
-	if *crashLoopRestarts < 1 || *crashLoopRestarts > math.MaxInt32 {
-		return opts, nil, fmt.Errorf("--rollout-crash-loop-restarts must be a positive number, not %d", *crashLoopRestarts)
-	}
-	opts.Rollout.CrashLoopRestarts = int32(*crashLoopRestarts)
-	if opts.UpgradeMaxInFlight < 1 {
-		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
-	}
-	if *enableWebhook {
-		wh.CertRotation = !*disableRotation
-		opts.Webhook = &wh
-	}
-	if opts.Namespace = getenv("OPERATOR_NAMESPACE"); opts.Namespace == "" {
-		return opts, nil, fmt.Errorf("OPERATOR_NAMESPACE must name the namespace of the managed schedulers")
-	}
-	if opts.SchedulerImage = getenv("RELATED_IMAGE_SCHEDULER"); opts.SchedulerImage == "" {
-		return opts, nil, fmt.Errorf("RELATED_IMAGE_SCHEDULER must name the image of the scheduler (the operator's own image holds it)")
-	}
-	return opts, zapOpts, nil
-}
-
-// allowedPriorityClassesUsage is the help of --allowed-priority-classes, of the manager and of
-// `manager render`, which checks profiles as the manager with that flag does.
-const allowedPriorityClassesUsage = "A comma-separated list of the priority classes that profiles and Schedulers may give their scheduler pods (spec.scheduler.priorityClassName); by default none: a priority class decides whose pods the scheduler pods preempt, so the cluster admin chooses, for example system-cluster-critical."
-
-// priorityClassList splits a value of --allowed-priority-classes.
-func priorityClassList(v string) []string {
-	var out []string
-	for _, name := range strings.Split(v, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			out = append(out, name)
-		}
-	}
-	return out
+	os.Exit(manager.Run(operator.StockPlugins()...))
 }

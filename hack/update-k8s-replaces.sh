@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the k8s.io staging replace block of go.mod from k8s.io/kubernetes' own go.mod, so
 # that a Kubernetes bump is one command: hack/update-k8s-replaces.sh v1.37.2
-# It writes the operator's go.mod and that of hack/tools/kubelet (kubelet and kube-proxy for the
-# local cluster's real node), which builds k8s.io/kubernetes too.
+# It writes the operator's go.mod, that of hack/tools/kubelet (kubelet and kube-proxy for the
+# local cluster's real node), which builds k8s.io/kubernetes too, and that of the plugin module
+# examples/avoidnodelabels, which must build against the same Kubernetes as the operator.
 # k8s.io/kubernetes points its staging modules at ./staging/...; a module that imports it must
 # replace each of them with the published v0.X.Y version. Running it twice changes nothing.
 set -euo pipefail
@@ -41,4 +42,5 @@ update_module() (
 
 update_module .
 update_module hack/tools/kubelet
-echo "k8s.io/kubernetes ${version}: $(wc -w <<<"$modules") staging modules replaced with ${staging} (go.mod, hack/tools/kubelet/go.mod)"
+update_module examples/avoidnodelabels
+echo "k8s.io/kubernetes ${version}: $(wc -w <<<"$modules") staging modules replaced with ${staging} (go.mod, hack/tools/kubelet/go.mod, examples/avoidnodelabels/go.mod)"

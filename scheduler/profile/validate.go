@@ -26,7 +26,6 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config/scheme"
 	"github.com/schedops/scheduler-profile-operator/scheduler/registry"
 )
 
@@ -343,7 +342,7 @@ func withoutTLSFiles(extenders []schedulerconfig.Extender) []schedulerconfig.Ext
 // DecodeConfig decodes a rendered configuration strictly through kube-scheduler's scheme, with
 // its defaults, as the scheduler reads its --config.
 func DecodeConfig(data []byte) (*schedulerconfig.KubeSchedulerConfiguration, error) {
-	obj, _, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	obj, _, err := registry.Decoder().Decode(data, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ type PluginInfo struct {
 	// fields of KubeSchedulerProfile.plugins (capitalized, e.g. "PreFilter"), in the order of
 	// that struct. multiPoint enables the plugin at exactly these.
 	ExtensionPoints []string
-	// OutOfTree is true for the plugins of this repository.
+	// OutOfTree is true for the plugins compiled in besides kube-scheduler's own.
 	OutOfTree bool
 }
 
@@ -83,8 +83,8 @@ func Plugins(ctx context.Context) ([]PluginInfo, error) {
 		}
 		infos = append(infos, PluginInfo{Name: name, ExtensionPoints: extensionPointsOf(p)})
 	}
-	for _, p := range outOfTree {
-		infos = append(infos, PluginInfo{Name: p.name, ExtensionPoints: extensionPointsOf(p.zero), OutOfTree: true})
+	for _, p := range current() {
+		infos = append(infos, PluginInfo{Name: p.Name, ExtensionPoints: extensionPointsOf(p.Type), OutOfTree: true})
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -1,52 +1,124 @@
-// Package registry is the single list of the out-of-tree plugins compiled into the scheduler.
-// The scheduler binary registers them with kube-scheduler, and the operator builds profiles
-// with them to validate a configuration, so what the operator accepts is what will run.
+// Package registry holds the out-of-tree plugins compiled into the scheduler: the set that the
+// scheduler binary registers with kube-scheduler, and that the operator builds profiles with to
+// validate a configuration, so what the operator accepts is what will run.
 //
-// Importing this package also registers the plugins' args types into kube-scheduler's
-// configuration scheme.
+// The set is this repository's plugins (Stock) unless a binary chose its own with Use at
+// start-up: the Run functions of pkg/operator/manager and pkg/operator/scheduler do, with the plugins their caller passes.
 package registry
 
 import (
-	fwk "k8s.io/kube-scheduler/framework"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeschedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	kubeschedulerconfigv1 "k8s.io/kubernetes/pkg/scheduler/apis/config/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
-	// Registers NodePoolArgs and NodeLabelPreferenceArgs, which the plugins below need.
-	_ "github.com/schedops/scheduler-profile-operator/scheduler/apis/config/scheme"
-	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/nodelabelpreference"
-	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/nodepool"
+	"github.com/schedops/scheduler-profile-operator/pkg/operator"
 )
 
-// plugin is one out-of-tree plugin.
-type plugin struct {
-	name    string
-	factory frameworkruntime.PluginFactory
-	// zero is a zero value of the plugin's type: its methods tell the extension points
-	// without building the plugin, which would need valid args.
-	zero fwk.Plugin
+// Plugin is one out-of-tree plugin: the type of the public API, pkg/operator.
+type Plugin = operator.Plugin
+
+// Stock returns this repository's plugins, the set in use unless a binary chose another.
+func Stock() []Plugin { return operator.StockPlugins() }
+
+var (
+	mu sync.Mutex
+	// outOfTree is the set in use; nil until Use or the first look-up, which takes Stock.
+	outOfTree []Plugin
+)
+
+// Use makes plugins the out-of-tree set of this process and registers their args types into
+// kube-scheduler's configuration schemes: the one its --config is decoded with and the one it
+// defaults and converts plugin args with. Call it at start-up, before any configuration is
+// decoded. A plugin name that is empty, repeated or that of an in-tree plugin is an error.
+func Use(set []Plugin) error {
+	inTree := plugins.NewInTreeRegistry()
+	seen := map[string]bool{}
+	for _, p := range set {
+		switch {
+		case p.Name == "":
+			return fmt.Errorf("a plugin has no name")
+		case p.New == nil || p.Type == nil:
+			return fmt.Errorf("plugin %q needs a factory and a zero value of its type", p.Name)
+		case seen[p.Name]:
+			return fmt.Errorf("plugin %q is registered twice", p.Name)
+		case inTree[p.Name] != nil:
+			return fmt.Errorf("plugin %q has the name of an in-tree plugin", p.Name)
+		}
+		seen[p.Name] = true
+		if err := addArgs(p); err != nil {
+			return err
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	outOfTree = slices.Clone(set)
+	if outOfTree == nil {
+		outOfTree = []Plugin{}
+	}
+	return nil
 }
 
-// outOfTree lists the out-of-tree plugins. To add one, write its package under
-// scheduler/plugins and add a line here.
-var outOfTree = []plugin{
-	{name: nodepool.Name, factory: nodepool.New, zero: &nodepool.NodePool{}},
-	{name: nodelabelpreference.Name, factory: nodelabelpreference.New, zero: &nodelabelpreference.NodeLabelPreference{}},
+// addArgs registers the args types of p into both of kube-scheduler's configuration schemes.
+// Adding the same types again, as Use(Stock()) does, changes nothing.
+func addArgs(p Plugin) error {
+	if p.AddArgsToScheme == nil {
+		return nil
+	}
+	for _, s := range []*runtime.Scheme{kubeschedulerscheme.Scheme, kubeschedulerconfigv1.GetPluginArgConversionScheme()} {
+		if err := p.AddArgsToScheme(s); err != nil {
+			return fmt.Errorf("registering the args of plugin %q: %w", p.Name, err)
+		}
+	}
+	// kube-scheduler decodes args strictly, defaults and converts them only for this kind.
+	kind := kubeschedulerconfigv1.SchemeGroupVersion.WithKind(p.Name + "Args")
+	if !kubeschedulerscheme.Scheme.Recognizes(kind) {
+		return fmt.Errorf("the args of plugin %q must be registered as %s", p.Name, kind)
+	}
+	return nil
+}
+
+// current returns the out-of-tree set in use.
+func current() []Plugin {
+	mu.Lock()
+	set := outOfTree
+	mu.Unlock()
+	if set != nil {
+		return set
+	}
+	if err := Use(Stock()); err != nil {
+		panic(err) // the stock plugins are registered by this package's tests
+	}
+	return current()
 }
 
 // OutOfTree returns a new registry of the out-of-tree plugins, to merge into kube-scheduler's
 // in-tree registry (app.NewSchedulerCommand options, scheduler.WithFrameworkOutOfTreeRegistry).
 func OutOfTree() frameworkruntime.Registry {
-	r := make(frameworkruntime.Registry, len(outOfTree))
-	for _, p := range outOfTree {
-		r[p.name] = p.factory
+	set := current()
+	r := make(frameworkruntime.Registry, len(set))
+	for _, p := range set {
+		r[p.Name] = p.New
 	}
 	return r
 }
 
 // All returns a new registry of every plugin the scheduler binary knows: the in-tree ones and
-// ours, whose names are distinct (the binary's start-up and this package's tests check it).
+// the out-of-tree ones, whose names are distinct (Use checks it).
 func All() frameworkruntime.Registry {
 	r := plugins.NewInTreeRegistry()
 	_ = r.Merge(OutOfTree())
 	return r
+}
+
+// Decoder decodes a KubeSchedulerConfiguration strictly, with its defaults, as kube-scheduler
+// reads its --config: with the args types of the out-of-tree plugins in use.
+func Decoder() runtime.Decoder {
+	current()
+	return kubeschedulerscheme.Codecs.UniversalDecoder()
 }

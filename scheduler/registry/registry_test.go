@@ -1,15 +1,19 @@
 package registry
 
 import (
+	"context"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
@@ -35,22 +39,22 @@ func TestOutOfTreeMergesIntoInTree(t *testing.T) {
 // TestZeroValuesMatchFactories guards Plugins, which reads the extension points of an
 // out-of-tree plugin from its zero value: that must be of the type that New builds.
 func TestZeroValuesMatchFactories(t *testing.T) {
-	for _, p := range outOfTree {
-		t.Run(p.name, func(t *testing.T) {
-			args, ok := validArgs[p.name]
+	for _, p := range Stock() {
+		t.Run(p.Name, func(t *testing.T) {
+			args, ok := validArgs[p.Name]
 			if !ok {
-				t.Fatalf("no valid args for plugin %q in this test", p.name)
+				t.Fatalf("no valid args for plugin %q in this test", p.Name)
 			}
 			_, ctx := ktesting.NewTestContext(t)
-			built, err := p.factory(ctx, args, nil)
+			built, err := p.New(ctx, args, nil)
 			if err != nil {
 				t.Fatalf("building plugin: %v", err)
 			}
-			if got, want := reflect.TypeOf(built), reflect.TypeOf(p.zero); got != want {
+			if got, want := reflect.TypeOf(built), reflect.TypeOf(p.Type); got != want {
 				t.Errorf("New builds a %v, zero value is a %v", got, want)
 			}
-			if built.Name() != p.name {
-				t.Errorf("built plugin is named %q, registered as %q", built.Name(), p.name)
+			if built.Name() != p.Name {
+				t.Errorf("built plugin is named %q, registered as %q", built.Name(), p.Name)
 			}
 		})
 	}
@@ -86,6 +90,84 @@ func TestPlugins(t *testing.T) {
 		t.Run(want.Name, func(t *testing.T) {
 			if diff := cmp.Diff(want, byName[want.Name]); diff != "" {
 				t.Errorf("plugin info (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// filter is a plugin of a test's own, without args.
+type filter struct{}
+
+func (filter) Name() string { return "TestFilter" }
+func (filter) Filter(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeInfo) *fwk.Status {
+	return nil
+}
+
+func newFilter(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return filter{}, nil }
+
+// useStockAgain puts the stock plugins back in use when the test ends.
+func useStockAgain(t *testing.T) {
+	t.Cleanup(func() {
+		if err := Use(Stock()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestUse(t *testing.T) {
+	useStockAgain(t)
+	own := Plugin{Name: "TestFilter", New: newFilter, Type: filter{}}
+	if err := Use([]Plugin{own}); err != nil {
+		t.Fatalf("Use: %v", err)
+	}
+	if got, want := slices.Sorted(maps.Keys(OutOfTree())), []string{"TestFilter"}; !slices.Equal(got, want) {
+		t.Errorf("out-of-tree plugins %v, want %v: Use replaces the stock plugins", got, want)
+	}
+	if _, ok := All()["NodeResourcesFit"]; !ok {
+		t.Errorf("All lacks the in-tree plugins")
+	}
+	_, ctx := ktesting.NewTestContext(t)
+	infos, err := Plugins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outOfTree []PluginInfo
+	for _, info := range infos {
+		if info.OutOfTree {
+			outOfTree = append(outOfTree, info)
+		}
+	}
+	if diff := cmp.Diff([]PluginInfo{{Name: "TestFilter", ExtensionPoints: []string{"Filter"}, OutOfTree: true}}, outOfTree); diff != "" {
+		t.Errorf("out-of-tree plugins listed (-want +got):\n%s", diff)
+	}
+}
+
+func TestUseRefuses(t *testing.T) {
+	useStockAgain(t)
+	own := Plugin{Name: "TestFilter", New: newFilter, Type: filter{}}
+	tests := []struct {
+		name    string
+		set     []Plugin
+		wantErr string
+	}{
+		{name: "no name", set: []Plugin{{New: newFilter, Type: filter{}}}, wantErr: "a plugin has no name"},
+		{name: "no factory", set: []Plugin{{Name: "TestFilter", Type: filter{}}}, wantErr: `plugin "TestFilter" needs a factory and a zero value of its type`},
+		{name: "twice", set: []Plugin{own, own}, wantErr: `plugin "TestFilter" is registered twice`},
+		{name: "in-tree name", set: []Plugin{{Name: "NodeResourcesFit", New: newFilter, Type: filter{}}}, wantErr: `plugin "NodeResourcesFit" has the name of an in-tree plugin`},
+		{
+			name:    "args of another kind",
+			set:     []Plugin{{Name: "TestFilter", New: newFilter, Type: filter{}, AddArgsToScheme: func(*runtime.Scheme) error { return nil }}},
+			wantErr: `the args of plugin "TestFilter" must be registered as kubescheduler.config.k8s.io/v1, Kind=TestFilterArgs`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Use(tc.set)
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("error %v, want %s", err, tc.wantErr)
+			}
+			if _, ok := OutOfTree()[nodepool.Name]; !ok {
+				t.Errorf("a refused set replaced the plugins in use")
 			}
 		})
 	}

@@ -10,16 +10,12 @@ import (
 var SchemeGroupVersion = schedconfig.SchemeGroupVersion
 
 var (
-	// localSchemeBuilder is kube-scheduler's own builder: the scheduler builds a private scheme
-	// for plugin args (GetPluginArgConversionScheme) from it, so our types must be in it too.
-	localSchemeBuilder = &schedconfig.SchemeBuilder
-	// AddToScheme registers the internal kube-scheduler configuration types, ours included.
-	AddToScheme = localSchemeBuilder.AddToScheme
+	// SchemeBuilder registers the internal args types of this package; scheduler/registry adds
+	// them to kube-scheduler's schemes for the binaries that run these plugins.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme registers the internal args types of this package.
+	AddToScheme = SchemeBuilder.AddToScheme
 )
-
-func init() {
-	localSchemeBuilder.Register(addKnownTypes)
-}
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,

@@ -8,10 +8,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	kubeschedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	schedconfigv1 "k8s.io/kubernetes/pkg/scheduler/apis/config/v1"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
 )
+
+// Codecs are kube-scheduler's codecs, with our args added to its schemes as scheduler/registry
+// adds them.
+var Codecs = kubeschedulerscheme.Codecs
+
+func init() {
+	for _, s := range []*runtime.Scheme{kubeschedulerscheme.Scheme, schedconfigv1.GetPluginArgConversionScheme()} {
+		if err := AddToScheme(s); err != nil {
+			panic(err)
+		}
+	}
+}
 
 // profileYAML is a KubeSchedulerConfiguration whose only profile enables both out-of-tree
 // plugins and configures them with pluginConfig.

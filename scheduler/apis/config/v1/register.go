@@ -10,11 +10,13 @@ import (
 var SchemeGroupVersion = schedconfigv1.SchemeGroupVersion
 
 var (
-	// localSchemeBuilder is kube-scheduler's own v1 builder (the generated conversions register
-	// into it too): the scheduler builds its plugin args scheme from it, so that defaults and
-	// conversions of our args run exactly like those of in-tree args.
-	localSchemeBuilder = &schedconfigv1.SchemeBuilder
-	// AddToScheme registers the v1 kube-scheduler configuration types, ours included.
+	// SchemeBuilder registers the v1 args types of this package with their defaults and
+	// conversions (the generated conversions register into it too); scheduler/registry adds
+	// them to kube-scheduler's schemes for the binaries that run these plugins.
+	SchemeBuilder runtime.SchemeBuilder
+	// localSchemeBuilder is the name the generated code registers with.
+	localSchemeBuilder = &SchemeBuilder
+	// AddToScheme registers the v1 args types of this package.
 	AddToScheme = localSchemeBuilder.AddToScheme
 )
 

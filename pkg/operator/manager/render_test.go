@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestRenderSamples(t *testing.T) {
-	samples, err := filepath.Glob(filepath.Join("config", "samples", "scheduling_*.yaml"))
+	samples, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "samples", "scheduling_*.yaml"))
 	if err != nil || len(samples) < 3 {
 		t.Fatalf("want at least 3 samples in config/samples, found %d (%v)", len(samples), err)
 	}

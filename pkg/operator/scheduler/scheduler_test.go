@@ -1,4 +1,4 @@
-package main
+package scheduler
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 
+	"github.com/schedops/scheduler-profile-operator/pkg/operator"
 	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
 )
 
@@ -73,7 +74,12 @@ profiles:
 	opts := options.NewOptions()
 	opts.ConfigFile = configPath
 	opts.SecureServing.BindPort = 0
-	return app.Setup(ctx, opts, withOutOfTreePlugins)
+	// The option of Run with the stock plugins, as the operator's scheduler binary runs it.
+	option, err := outOfTree(operator.StockPlugins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app.Setup(ctx, opts, option)
 }
 
 func TestSetup(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"bytes"
@@ -125,7 +125,7 @@ func TestManagerOptions(t *testing.T) {
 // the operator's own flags, and checks that it sets every variable the operator needs: a flag
 // the binary does not know would crash-loop the pod.
 func TestManagerDeploymentArgs(t *testing.T) {
-	data, err := os.ReadFile("config/manager/manager.yaml")
+	data, err := os.ReadFile("../../../config/manager/manager.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

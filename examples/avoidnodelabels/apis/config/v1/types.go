@@ -1,0 +1,14 @@
+package v1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// AvoidNodeLabelsArgs holds the arguments of the AvoidNodeLabels plugin.
+type AvoidNodeLabelsArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// Labels are the label keys that refuse a node: a node that carries any of them, with any
+	// value, is filtered out. Defaults to [avoid.example.com/reserved].
+	Labels []string `json:"labels,omitempty"`
+}

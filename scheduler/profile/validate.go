@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -300,11 +301,16 @@ type FakeScheduler struct {
 // our out-of-tree plugins and those of more (nil for none), against a fake clientset holding objs.
 // Validation builds it to catch what only scheduler.New refuses; the benchmarks run its frameworks.
 func NewFakeScheduler(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, more frameworkruntime.Registry, objs ...runtime.Object) (*FakeScheduler, error) {
+	return NewSchedulerOn(ctx, cfg, more, fake.NewClientset(objs...))
+}
+
+// NewSchedulerOn builds the scheduler of cfg as NewFakeScheduler does, on a clientset the caller
+// made: `manager simulate` reacts to the bindings on it.
+func NewSchedulerOn(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, more frameworkruntime.Registry, client kubernetes.Interface) (*FakeScheduler, error) {
 	outOfTree := registry.OutOfTree()
 	if err := outOfTree.Merge(more); err != nil {
 		return nil, err
 	}
-	client := fake.NewClientset(objs...)
 	fs := &FakeScheduler{
 		Informers:    scheduler.NewInformerFactory(client, 0, nil),
 		DynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0),

@@ -36,6 +36,7 @@ const defaultZoneLabel = "topology.kubernetes.io/zone"
 // simulateOptions are the flags of `manager simulate`.
 type simulateOptions struct {
 	file, compare, clusterFile, workloadFile string
+	kubeconfig                               string
 	namespace, output, zoneLabel             string
 	columns                                  []string
 	failOnUnschedulable                      bool
@@ -74,7 +75,8 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.file, "f", "", "File with the profile to simulate: one SchedulerProfile, or one Scheduler with its member SchedulerProfiles.")
 	fs.StringVar(&o.compare, "compare", "", "File with a second profile (e.g. the one the cluster runs now) to simulate on the same cluster and workload, printed side by side.")
-	fs.StringVar(&o.clusterFile, "cluster", "", "Snapshot of the cluster, as `manager snapshot` writes it (or any YAML/JSON of Nodes, Pods, ... and v1 Lists of them).")
+	fs.StringVar(&o.clusterFile, "cluster", "", "Snapshot of the cluster, as manager snapshot writes it (or any YAML/JSON of Nodes, Pods, ... and v1 Lists of them).")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Simulate on the live cluster of this kubeconfig instead of --cluster: it is read (listed) once, never written.")
 	fs.StringVar(&o.workloadFile, "workload", "", "File of Pods, Deployments, ReplicaSets, StatefulSets and Jobs to schedule, expanded into pods; without it, the cluster's pending pods for the profile's scheduler names.")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "Namespace of the operator, as for render.")
 	fs.StringVar(&o.output, "o", "text", "Output format: text, json or yaml.")
@@ -85,7 +87,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	})
 	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml --cluster snapshot.yaml [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml]")
+		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml]")
 		fmt.Fprintln(stderr, "Schedules the workload one pod at a time with the scheduler the operator would roll out for the profile,")
 		fmt.Fprintln(stderr, "in this process and without writing to any cluster, and prints each pod's node and a summary.")
 		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable.\n", exitError, exitUsage, exitUnschedulable)
@@ -97,7 +99,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 		}
 		return nil, exitUsage
 	}
-	if o.file == "" || o.clusterFile == "" || fs.NArg() > 0 || (o.output != "text" && o.output != "json" && o.output != "yaml") {
+	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || (o.output != "text" && o.output != "json" && o.output != "yaml") {
 		fs.Usage()
 		return nil, exitUsage
 	}
@@ -106,7 +108,13 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 
 // run simulates the profile, and the one to compare it with.
 func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
-	cluster, err := readCluster(o.clusterFile)
+	var cluster *simulate.Cluster
+	var err error
+	if o.kubeconfig != "" {
+		cluster, err = liveCluster(ctx, o.kubeconfig)
+	} else {
+		cluster, err = readCluster(o.clusterFile)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ func main() {
 			os.Exit(runRender(os.Args[2:], os.Stdout, os.Stderr))
 		case "plugins":
 			os.Exit(runPlugins(os.Args[2:], os.Stdout, os.Stderr))
+		case "snapshot":
+			os.Exit(runSnapshot(os.Args[2:], os.Stdout, os.Stderr))
 		case "simulate":
 			os.Exit(runSimulate(os.Args[2:], os.Stdout, os.Stderr))
 		}

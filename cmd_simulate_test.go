@@ -134,3 +134,48 @@ func TestSimulateErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateGang: the gang of config/samples/gang (three 1-CPU pods, minCount 3) on two nodes
+// of one CPU is unschedulable as a whole, where two pods alone would bind; with a third node
+// added to the snapshot file, all three bind, one per node.
+func TestSimulateGang(t *testing.T) {
+	const gangCluster = "docs/examples/simulate/gang-cluster.yaml"
+	simulateGang := func(t *testing.T, cluster string) simulate.RunReport {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		args := []string{"-f", "config/samples/gang/schedulerprofile.yaml", "--cluster", cluster, "--workload", "config/samples/gang/podgroup.yaml", "-o", "json"}
+		if code := runSimulate(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
+		}
+		var report simulate.Report
+		if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+			t.Fatal(err)
+		}
+		return report.Runs[0]
+	}
+	run := simulateGang(t, gangCluster)
+	if run.Summary.Bound != 0 || run.Summary.Unschedulable != 3 {
+		t.Errorf("on 2 nodes: %d bound, %d unschedulable; want the gang unschedulable as a whole (0 and 3)", run.Summary.Bound, run.Summary.Unschedulable)
+	}
+	if !strings.Contains(run.Pods[0].Reason, "minCount (3) cannot be satisfied") {
+		t.Errorf("reason %q does not say the gang cannot be satisfied", run.Pods[0].Reason)
+	}
+
+	data, err := os.ReadFile(gangCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := strings.ReplaceAll(string(data)[strings.Index(string(data), "- apiVersion: v1"):strings.Index(string(data), "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: small-2")], "small-1", "small-3")
+	bigger := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(bigger, append(data, third...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run = simulateGang(t, bigger)
+	nodes := map[string]bool{}
+	for _, p := range run.Pods {
+		nodes[p.Node] = true
+	}
+	if run.Summary.Bound != 3 || len(nodes) != 3 || nodes[""] {
+		t.Errorf("on 3 nodes: pods %+v; want all 3 bound, one per node", run.Pods)
+	}
+}

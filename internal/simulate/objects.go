@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -147,13 +146,4 @@ func decodeObject(data []byte) (runtime.Object, error) {
 }
 
 // workloadKinds are the kinds a workload file may hold.
-var workloadKinds = "Pods, Deployments, ReplicaSets, StatefulSets and Jobs"
-
-// isWorkload tells whether an object is one of workloadKinds.
-func isWorkload(obj runtime.Object) bool {
-	switch obj.(type) {
-	case *corev1.Pod, *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet:
-		return true
-	}
-	return isJob(obj)
-}
+var workloadKinds = "Pods, PodGroups, Deployments, ReplicaSets, StatefulSets and Jobs"

@@ -95,14 +95,38 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload) (
 		}
 	}()
 	results := make([]PodResult, 0, len(pods))
-	for _, pod := range pods {
-		r, err := s.schedule(ctx, pod)
+	for _, batch := range batches(pods) {
+		r, err := s.schedule(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 		}
-		results = append(results, r)
+		results = append(results, r...)
 	}
 	return results, nil
+}
+
+// batches are the pods to create together: one pod, or all the pods of the workload that join
+// one PodGroup, where the first of them is in the queue order. A gang's pods wait in the queue
+// (PreEnqueue) until enough of them exist, and the scheduler then binds them all or none.
+func batches(pods []*corev1.Pod) [][]*corev1.Pod {
+	var out [][]*corev1.Pod
+	group := map[string]int{}
+	for _, pod := range pods {
+		g := pod.Spec.SchedulingGroup
+		if g == nil || g.PodGroupName == nil {
+			out = append(out, []*corev1.Pod{pod})
+			continue
+		}
+		key := pod.Namespace + "/" + *g.PodGroupName
+		i, ok := group[key]
+		if !ok {
+			i = len(out)
+			group[key] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], pod)
+	}
+	return out
 }
 
 // simulation is one scheduler on a fake clientset, with the outcome of each pod's cycle.
@@ -189,28 +213,49 @@ func (s *simulation) failed(ctx context.Context, _ framework.Framework, podInfo 
 	}
 }
 
-// schedule creates a pod and waits for the scheduler to bind or refuse it.
-func (s *simulation) schedule(ctx context.Context, pod *corev1.Pod) (PodResult, error) {
-	key := pod.Namespace + "/" + pod.Name
-	if len(pod.Spec.SchedulingGates) > 0 {
-		return PodResult{Pod: key, SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod has scheduling gates (%s)", pod.Spec.SchedulingGates[0].Name)}, nil
-	}
-	if _, err := s.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return PodResult{}, fmt.Errorf("creating pod %s: %w", key, err)
+// schedule creates the pods of a batch and waits for the scheduler to bind or refuse each.
+func (s *simulation) schedule(ctx context.Context, batch []*corev1.Pod) ([]PodResult, error) {
+	results := make(map[string]PodResult, len(batch))
+	waiting := 0
+	for _, pod := range batch {
+		key := podKey(pod)
+		if len(pod.Spec.SchedulingGates) > 0 {
+			results[key] = PodResult{Pod: key, SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod has scheduling gates (%s)", pod.Spec.SchedulingGates[0].Name)}
+			continue
+		}
+		if _, err := s.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("creating pod %s: %w", key, err)
+		}
+		waiting++
 	}
 	timer := time.NewTimer(podTimeout)
 	defer timer.Stop()
-	select {
-	case r := <-s.outcomes:
-		if r.Pod != key {
-			return PodResult{}, fmt.Errorf("the scheduler scheduled %s while %s was expected", r.Pod, key)
+	for ; waiting > 0; waiting-- {
+		select {
+		case r := <-s.outcomes:
+			if _, ok := results[r.Pod]; ok || !inBatch(batch, r.Pod) {
+				return nil, fmt.Errorf("the scheduler scheduled %s while it was not expected", r.Pod)
+			}
+			results[r.Pod] = r
+		case <-timer.C:
+			waiting = 0
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		return r, nil
-	case <-timer.C:
-		return PodResult{Pod: key, SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod did not reach the scheduling queue in %s (a PreEnqueue plugin holds it back)", podTimeout)}, nil
-	case <-ctx.Done():
-		return PodResult{}, ctx.Err()
 	}
+	out := make([]PodResult, 0, len(batch))
+	for _, pod := range batch {
+		r, ok := results[podKey(pod)]
+		if !ok {
+			r = PodResult{Pod: podKey(pod), SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod did not reach the scheduling queue in %s (a PreEnqueue plugin holds it back, e.g. a gang with fewer pods than its minCount)", podTimeout)}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func inBatch(batch []*corev1.Pod, key string) bool {
+	return slices.ContainsFunc(batch, func(p *corev1.Pod) bool { return podKey(p) == key })
 }
 
 // queueOrder prepares the workload's pods (namespace, UID, scheduler name, priority) and sorts

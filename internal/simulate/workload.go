@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -13,14 +14,15 @@ import (
 )
 
 // Workload is what a simulation schedules: pods in the order they were given, and the
-// controllers they belong to, which the simulated cluster holds too (the default topology
-// spreading finds a pod's ReplicaSet or StatefulSet by its labels).
+// controllers and PodGroups they belong to, which the simulated cluster holds too (the default
+// topology spreading finds a pod's ReplicaSet or StatefulSet by its labels).
 type Workload struct {
 	Pods        []*corev1.Pod
 	Controllers []runtime.Object
 }
 
-// ExpandWorkload turns a workload file's objects into pods: a Pod as it is, a Deployment or
+// ExpandWorkload turns a workload file's objects into pods: a Pod as it is, a PodGroup into the
+// cluster, a Deployment or
 // ReplicaSet into spec.replicas pods (and a ReplicaSet), a StatefulSet into spec.replicas pods
 // named <name>-<ordinal>, a Job into spec.parallelism pods (at most spec.completions).
 func ExpandWorkload(objs []runtime.Object) (*Workload, error) {
@@ -29,6 +31,12 @@ func ExpandWorkload(objs []runtime.Object) (*Workload, error) {
 		switch o := obj.(type) {
 		case *corev1.Pod:
 			w.Pods = append(w.Pods, o.DeepCopy())
+		case *schedulingv1beta1.PodGroup:
+			pg := o.DeepCopy()
+			if pg.Namespace == "" {
+				pg.Namespace = metav1.NamespaceDefault
+			}
+			w.Controllers = append(w.Controllers, pg)
 		case *appsv1.Deployment:
 			rs := &appsv1.ReplicaSet{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
@@ -91,11 +99,6 @@ func replicas(n *int32) int {
 		return 1
 	}
 	return int(*n)
-}
-
-func isJob(obj runtime.Object) bool {
-	_, ok := obj.(*batchv1.Job)
-	return ok
 }
 
 // describe names an object by kind and name in messages.

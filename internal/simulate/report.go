@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -188,7 +189,8 @@ func (r *Report) Unschedulable() int {
 // WriteText prints the report as tables: per pod its node, the columns' labels of the node and
 // the scheduler's reason when it is not bound; with two runs, side by side; then the summaries.
 func (r *Report) WriteText(w io.Writer, columns []string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	header := []string{"POD"}
 	for _, run := range r.Runs {
 		suffix := ""
@@ -232,6 +234,12 @@ func (r *Report) WriteText(w io.Writer, columns []string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	// The padding of an empty last column is trailing blanks.
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n"))); err != nil {
+			return err
+		}
 	}
 	for _, run := range r.Runs {
 		s := run.Summary

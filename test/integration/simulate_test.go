@@ -3,6 +3,8 @@ package integration
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -105,4 +107,46 @@ func createObject(t *testing.T, obj client.Object) {
 			t.Errorf("Deleting %s: %v", obj.GetName(), err)
 		}
 	})
+}
+
+// TestSimulateCommandsLive runs the built manager: `snapshot` of the envtest apiserver to a
+// file, then `simulate` of the cluster's pending pods on that file and on the live cluster
+// (--kubeconfig), which print the same report.
+func TestSimulateCommandsLive(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	manager := filepath.Join(dir, "manager")
+	build := exec.Command("go", "build", "-o", manager, ".")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the manager: %v\n%s", err, out)
+	}
+	id := uniqueName("simcli")
+	selector := map[string]string{"simulate-test": id}
+	createReadyNode(t, ctx, k8sClient, id+"-node", selector)
+	createPod(t, ctx, k8sClient, "default", id+"-a", id, selector)
+	kubeconfig := writeKubeconfig(t, cfg, dir)
+	profileFile := writeFile(t, dir, "profile.yaml", "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: "+id+"}\n")
+	snapshot := filepath.Join(dir, "snapshot.yaml")
+
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(manager, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("manager %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		t.Logf("manager %s:\n%s%s", strings.Join(args, " "), stdout.String(), stderr.String())
+		return stdout.String()
+	}
+	run("snapshot", "--kubeconfig", kubeconfig, "-o", snapshot, "--strip-pods")
+	fromFile := run("simulate", "-f", profileFile, "--cluster", snapshot)
+	live := run("simulate", "-f", profileFile, "--kubeconfig", kubeconfig)
+	if !strings.Contains(fromFile, "default/"+id+"-a  "+id+"-node") {
+		t.Errorf("the pending pod is not bound to %s-node in the simulation of the snapshot:\n%s", id, fromFile)
+	}
+	if fromFile != live {
+		t.Errorf("the snapshot file and the live cluster give different reports:\n%s\n%s", fromFile, live)
+	}
 }

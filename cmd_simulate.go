@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -79,7 +80,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Simulate on the live cluster of this kubeconfig instead of --cluster: it is read (listed) once, never written.")
 	fs.StringVar(&o.workloadFile, "workload", "", "File of Pods, Deployments, ReplicaSets, StatefulSets and Jobs to schedule, expanded into pods; without it, the cluster's pending pods for the profile's scheduler names.")
 	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "Namespace of the operator, as for render.")
-	fs.StringVar(&o.output, "o", "text", "Output format: text, json or yaml.")
+	fs.StringVar(&o.output, "o", "text", "Output format: text, json, yaml, or html (one self-contained page: a grid of the nodes per profile, shaded by requested CPU).")
 	fs.StringVar(&o.zoneLabel, "zone-label", defaultZoneLabel, "The node label the summary counts pods per zone by.")
 	fs.Func("columns", "Comma-separated node labels to print per pod, e.g. topology.kubernetes.io/zone,pool.", func(v string) error {
 		o.columns = append(o.columns, priorityClassList(v)...)
@@ -87,7 +88,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	})
 	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml]")
+		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml|html]")
 		fmt.Fprintln(stderr, "Schedules the workload one pod at a time with the scheduler the operator would roll out for the profile,")
 		fmt.Fprintln(stderr, "in this process and without writing to any cluster, and prints each pod's node and a summary.")
 		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable.\n", exitError, exitUsage, exitUnschedulable)
@@ -99,7 +100,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 		}
 		return nil, exitUsage
 	}
-	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || (o.output != "text" && o.output != "json" && o.output != "yaml") {
+	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || !slices.Contains([]string{"text", "json", "yaml", "html"}, o.output) {
 		fs.Usage()
 		return nil, exitUsage
 	}
@@ -260,6 +261,8 @@ func writeReport(w io.Writer, report *simulate.Report, output string, columns []
 		}
 		_, err = fmt.Fprintln(w, string(data))
 		return err
+	case "html":
+		return report.WriteHTML(w)
 	case "yaml":
 		data, err := yaml.Marshal(report)
 		if err != nil {

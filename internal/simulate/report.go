@@ -27,6 +27,19 @@ type RunReport struct {
 	Profile string      `json:"profile"`
 	Pods    []PodReport `json:"pods"`
 	Summary Summary     `json:"summary"`
+	// Nodes are the cluster's nodes after the placements, by zone and name.
+	Nodes []NodeReport `json:"nodes"`
+}
+
+// NodeReport is one node after the placements.
+type NodeReport struct {
+	Name string `json:"name"`
+	// Zone is the node's value of the summary's zone label.
+	Zone string `json:"zone,omitempty"`
+	// CPU is the requested share of the node's allocatable CPU, in percent, running pods included.
+	CPU float64 `json:"cpu"`
+	// Pods are the workload's pods placed on the node.
+	Pods []string `json:"pods,omitempty"`
 }
 
 // PodReport is a pod's outcome with the chosen labels of its node.
@@ -111,9 +124,31 @@ func NewRunReport(name string, cluster *Cluster, workload *Workload, results []P
 		r.Pods = append(r.Pods, pr)
 	}
 	r.Summary.NodesUsed = len(used)
+	r.Nodes = nodeReports(nodes, zoneLabel, requested, r.Pods)
 	r.Summary.CPU = spread(nodes, requested, corev1.ResourceCPU)
 	r.Summary.Memory = spread(nodes, requested, corev1.ResourceMemory)
 	return r
+}
+
+// nodeReports are the nodes by zone and name, with their requested CPU and the workload's pods.
+func nodeReports(nodes []*corev1.Node, zoneLabel string, requested map[string]corev1.ResourceList, pods []PodReport) []NodeReport {
+	placed := map[string][]string{}
+	for _, p := range pods {
+		if p.Node != "" {
+			placed[p.Node] = append(placed[p.Node], p.Pod)
+		}
+	}
+	out := make([]NodeReport, 0, len(nodes))
+	for _, n := range nodes {
+		nr := NodeReport{Name: n.Name, Zone: n.Labels[zoneLabel], Pods: placed[n.Name]}
+		if alloc := n.Status.Allocatable[corev1.ResourceCPU]; !alloc.IsZero() {
+			req := requested[n.Name][corev1.ResourceCPU]
+			nr.CPU = math.Round(1000*float64(req.MilliValue())/float64(alloc.MilliValue())) / 10
+		}
+		out = append(out, nr)
+	}
+	slices.SortStableFunc(out, func(a, b NodeReport) int { return strings.Compare(a.Zone, b.Zone) })
+	return out
 }
 
 // addRequests adds a pod's requests to those of node.

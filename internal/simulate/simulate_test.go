@@ -160,3 +160,34 @@ metadata: {name: ns}
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteHTML renders a comparison as a page: one cell per node and profile, shaded, the
+// moved pods marked, the unschedulable pod and its reason listed; and nothing the page would
+// fetch (no script, stylesheet, font or image from elsewhere).
+func TestWriteHTML(t *testing.T) {
+	cluster := &Cluster{Objects: []runtime.Object{node("a1", "zone-a", "2"), node("a2", "zone-a", "2"), node("b1", "zone-b", "2")}}
+	w := &Workload{Pods: []*corev1.Pod{pod("web", "1"), pod("huge", "8")}}
+	run := func(name, node string) RunReport {
+		return NewRunReport(name, cluster, w, []PodResult{{Pod: "default/web", Node: node}, {Pod: "default/huge", Reason: "0/3 nodes are available: 3 Insufficient cpu."}}, nil, "topology.kubernetes.io/zone")
+	}
+	r := &Report{Runs: []RunReport{run("one", "a1"), run("two", "b1")}}
+	r.Moved = Compare(r.Runs[0], r.Runs[1])
+	var out strings.Builder
+	if err := r.WriteHTML(&out); err != nil {
+		t.Fatal(err)
+	}
+	page := out.String()
+	if got := strings.Count(page, `<div class="node"`); got != 6 {
+		t.Errorf("%d node cells, want 3 per profile", got)
+	}
+	for _, want := range []string{"background:hsl(210,70%,75%)", `class="pod moved">default/web<`, "0/3 nodes are available: 3 Insufficient cpu.", "1 of 2 pods move"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page does not contain %q", want)
+		}
+	}
+	for _, external := range []string{"<script", "<link", "src=", "url(", "@import", "http:", "https:"} {
+		if strings.Contains(page, external) {
+			t.Errorf("the page contains %q: it must be self-contained", external)
+		}
+	}
+}

@@ -159,14 +159,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	}
 	s.sched = sched
 	sched.FailureHandler = s.failed
-	sched.Informers.Start(ctx.Done())
-	sched.DynInformers.Start(ctx.Done())
-	for typ, ok := range sched.Informers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("informer of %v did not sync", typ)
-		}
-	}
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
+	if err := sched.StartInformers(ctx); err != nil {
 		return nil, err
 	}
 	if sched.APIDispatcher != nil {

@@ -331,6 +331,19 @@ func NewSchedulerOn(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfi
 	return fs, nil
 }
 
+// StartInformers starts the scheduler's informers and waits until they have synced and the
+// scheduler's event handlers have handled what they listed, so that its cache holds the objects.
+func (fs *FakeScheduler) StartInformers(ctx context.Context) error {
+	fs.Informers.Start(ctx.Done())
+	fs.DynInformers.Start(ctx.Done())
+	for typ, ok := range fs.Informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer of %v did not sync", typ)
+		}
+	}
+	return fs.WaitForHandlersSync(ctx)
+}
+
 // withoutTLSFiles are the extenders without their certificate files: those are the mounted
 // Secrets, which exist only in the scheduler's pods (building an extender reads them), and the
 // operator checks the Secrets themselves before it rolls a configuration out.

@@ -83,7 +83,11 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	fs.StringVar(&o.output, "o", "text", "Output format: text, json, yaml, or html (one self-contained page: a grid of the nodes per profile, shaded by requested CPU).")
 	fs.StringVar(&o.zoneLabel, "zone-label", defaultZoneLabel, "The node label the summary counts pods per zone by.")
 	fs.Func("columns", "Comma-separated node labels to print per pod, e.g. topology.kubernetes.io/zone,pool.", func(v string) error {
-		o.columns = append(o.columns, priorityClassList(v)...)
+		for _, label := range strings.Split(v, ",") {
+			if label = strings.TrimSpace(label); label != "" {
+				o.columns = append(o.columns, label)
+			}
+		}
 		return nil
 	})
 	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))

@@ -147,7 +147,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	cfg.Extenders = nil
 	// The clientset without field management: NewClientset's tracker builds a REST mapper on
 	// every request, which took half the CPU of a simulation.
-	s := &simulation{client: fake.NewSimpleClientset(objs...), outcomes: make(chan PodResult, 1)} //nolint:staticcheck // see above: server-side apply is not used here
+	s := &simulation{client: fake.NewSimpleClientset(objs...), outcomes: make(chan PodResult, 1)}
 	for _, prof := range cfg.Profiles {
 		s.names = append(s.names, prof.SchedulerName)
 	}

@@ -224,12 +224,16 @@ BENCH = go run ./hack/bench --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-sche
 	--noop-scheduler $(LOCALBIN)/kube-scheduler-noop --rounds $(ROUNDS) --nodes $(NODES) --pods $(PODS) --dir .cache/bench
 
 .PHONY: bench
-bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Run every benchmark (validate, throughput, cycle, operator, memory) and print one table.
+bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Run every benchmark (validate, throughput, simulate, cycle, operator, memory) and print one table.
 	$(BENCH) --out .cache/bench/bench.txt
 
 .PHONY: bench-throughput
 bench-throughput: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Pods/s of upstream kube-scheduler, ours, ours with our plugins or two no-op plugins, and the apiserver's ceiling, on NODES fake nodes.
 	$(BENCH) --run throughput --out .cache/bench/throughput.txt
+
+.PHONY: bench-simulate
+bench-simulate: ## manager simulate's engine: PODS pods on NODES nodes in process, seconds and CPU per pod (the ratio to the scheduler's needs throughput in the same run: make bench).
+	$(BENCH) --run simulate --out .cache/bench/simulate.txt
 
 .PHONY: bench-cycle
 bench-cycle: ## CPU of the plugins' part of a scheduling cycle: default profile, with our plugins, with two no-op plugins (in process).

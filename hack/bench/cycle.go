@@ -157,14 +157,7 @@ func cycleFrameworks(ctx context.Context, n int) ([]cycleFramework, error) {
 	if err != nil {
 		return nil, err
 	}
-	sched.Informers.Start(ctx.Done())
-	sched.DynInformers.Start(ctx.Done())
-	for typ, ok := range sched.Informers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("informer of %v did not sync", typ)
-		}
-	}
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
+	if err := sched.StartInformers(ctx); err != nil {
 		return nil, err
 	}
 	var fws []cycleFramework

@@ -71,6 +71,7 @@ type benchmark struct {
 var benchmarks = []benchmark{
 	{"validate", benchValidate},
 	{"throughput", benchThroughput},
+	{"simulate", benchSimulate},
 	{"cycle", benchCycle},
 	{"operator", benchOperator},
 	{"memory", benchMemory},
@@ -78,7 +79,7 @@ var benchmarks = []benchmark{
 
 func main() {
 	var o options
-	flag.StringVar(&o.run, "run", "validate,throughput,cycle,operator,memory", "the benchmarks to run, comma-separated")
+	flag.StringVar(&o.run, "run", "validate,throughput,simulate,cycle,operator,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/kube-scheduler", "the kube-scheduler binary with the operator's plugins")
 	flag.StringVar(&o.upstream, "upstream-scheduler", "bin/kube-scheduler-upstream", "upstream kube-scheduler, built from the same k8s.io/kubernetes module")

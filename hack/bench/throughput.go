@@ -158,6 +158,7 @@ func benchThroughput(ctx context.Context, o options) ([]stats.Row, error) {
 			fmt.Printf("Round %d/%d  %-48s %7.1f pods/s  %5.2f ms CPU per pod\n", round+1, o.rounds, cs[i].name, s.rate, s.cpuPerPod)
 		}
 	}
+	throughputCPU = cpu[oursPlugins]
 	return throughputRows(o, cs, rates, cpu), nil
 }
 

@@ -64,6 +64,12 @@ func firstLine(err error) string {
 	return strings.TrimSpace(strings.SplitN(err.Error(), "\n", 2)[0])
 }
 
+// WithGates runs fn with gates set on kube-scheduler's process-wide feature gate, as withGates
+// does: `manager simulate` runs the whole simulation so, since plugins read the gate as they run.
+func WithGates(gates map[string]bool, fn func()) error {
+	return withGates(gates, fn)
+}
+
 // withGates runs fn with gates set on the process-wide gate, and then resets them, holding
 // gateMu for writing throughout (for reading, without gates). Gates that CheckGates refuses are refused here before the process-wide gate
 // is touched: a failed SetFromMap would leave them in it, and every later one would fail.

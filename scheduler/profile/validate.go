@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	configv1 "k8s.io/kube-scheduler/config/v1"
@@ -299,11 +300,16 @@ type FakeScheduler struct {
 // our out-of-tree plugins and those of more (nil for none), against a fake clientset holding objs.
 // Validation builds it to catch what only scheduler.New refuses; the benchmarks run its frameworks.
 func NewFakeScheduler(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, more frameworkruntime.Registry, objs ...runtime.Object) (*FakeScheduler, error) {
+	return NewSchedulerOn(ctx, cfg, more, fake.NewClientset(objs...))
+}
+
+// NewSchedulerOn builds the scheduler of cfg as NewFakeScheduler does, on a clientset the caller
+// made: `manager simulate` reacts to the bindings on it.
+func NewSchedulerOn(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, more frameworkruntime.Registry, client kubernetes.Interface) (*FakeScheduler, error) {
 	outOfTree := registry.OutOfTree()
 	if err := outOfTree.Merge(more); err != nil {
 		return nil, err
 	}
-	client := fake.NewClientset(objs...)
 	fs := &FakeScheduler{
 		Informers:    scheduler.NewInformerFactory(client, 0, nil),
 		DynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0),
@@ -322,6 +328,19 @@ func NewFakeScheduler(ctx context.Context, cfg *schedulerconfig.KubeSchedulerCon
 		return nil, err
 	}
 	return fs, nil
+}
+
+// StartInformers starts the scheduler's informers and waits until they have synced and the
+// scheduler's event handlers have handled what they listed, so that its cache holds the objects.
+func (fs *FakeScheduler) StartInformers(ctx context.Context) error {
+	fs.Informers.Start(ctx.Done())
+	fs.DynInformers.Start(ctx.Done())
+	for typ, ok := range fs.Informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer of %v did not sync", typ)
+		}
+	}
+	return fs.WaitForHandlersSync(ctx)
 }
 
 // withoutTLSFiles are the extenders without their certificate files: those are the mounted

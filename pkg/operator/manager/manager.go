@@ -26,7 +26,7 @@ import (
 // Run runs the manager, with os.Args, validating profiles against kube-scheduler's in-tree
 // plugins and plugins, and returns its exit code. Give it the same plugins as the scheduler's
 // Run: the image that holds both binaries runs what the manager accepted. Its subcommands are
-// `render` and `plugins`; without one it runs the operator.
+// `render`, `plugins`, `snapshot` and `simulate`; without one it runs the operator.
 func Run(plugins ...operator.Plugin) int {
 	if err := registry.Use(plugins); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
@@ -43,6 +43,10 @@ func command(args []string, stdout, stderr io.Writer) int {
 			return runRender(args[1:], stdout, stderr)
 		case "plugins":
 			return runPlugins(args[1:], stdout, stderr)
+		case "snapshot":
+			return runSnapshot(args[1:], stdout, stderr)
+		case "simulate":
+			return runSimulate(args[1:], stdout, stderr)
 		}
 	}
 	if err := run(args); err != nil {

@@ -1,0 +1,279 @@
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/simulate"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// Exit codes of `manager simulate`, besides 0.
+const (
+	exitError = 1
+	exitUsage = 2
+	// exitUnschedulable is --fail-on-unschedulable's: the profile under test left pods unschedulable.
+	exitUnschedulable = 3
+)
+
+// defaultZoneLabel is the node label the summary counts pods per zone by.
+const defaultZoneLabel = "topology.kubernetes.io/zone"
+
+// simulateOptions are the flags of `manager simulate`.
+type simulateOptions struct {
+	file, compare, clusterFile, workloadFile string
+	kubeconfig                               string
+	namespace, output, zoneLabel             string
+	columns                                  []string
+	failOnUnschedulable                      bool
+}
+
+// runSimulate is `manager simulate`: it schedules a workload on a snapshot of a cluster with the
+// scheduler a profile file would roll out (and with a second one, --compare), in this process,
+// and prints where each pod lands. It returns the exit code.
+func runSimulate(args []string, stdout, stderr io.Writer) int {
+	o, code := parseSimulate(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	// The scheduler logs through klog; the output here is the report only.
+	klog.SetLogger(logr.Discard())
+	report, err := o.run(context.Background())
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitError
+	}
+	if err := writeReport(stdout, report, o.output, o.columns); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitError
+	}
+	if o.failOnUnschedulable && report.Unschedulable() > 0 {
+		fmt.Fprintf(stderr, "%d of %d pods are unschedulable with %s\n", report.Unschedulable(), len(report.Runs[0].Pods), report.Runs[0].Profile)
+		return exitUnschedulable
+	}
+	return 0
+}
+
+// parseSimulate reads the flags; a code of 0 or more is the exit code to return at once.
+func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
+	o := &simulateOptions{}
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.file, "f", "", "File with the profile to simulate: one SchedulerProfile, or one Scheduler with its member SchedulerProfiles.")
+	fs.StringVar(&o.compare, "compare", "", "File with a second profile (e.g. the one the cluster runs now) to simulate on the same cluster and workload, printed side by side.")
+	fs.StringVar(&o.clusterFile, "cluster", "", "Snapshot of the cluster, as manager snapshot writes it (or any YAML/JSON of Nodes, Pods, ... and v1 Lists of them).")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Simulate on the live cluster of this kubeconfig instead of --cluster: it is read (listed) once, never written.")
+	fs.StringVar(&o.workloadFile, "workload", "", "File of Pods, Deployments, ReplicaSets, StatefulSets and Jobs to schedule, expanded into pods; without it, the cluster's pending pods for the profile's scheduler names.")
+	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "Namespace of the operator, as for render.")
+	fs.StringVar(&o.output, "o", "text", "Output format: text, json, yaml, or html (one self-contained page: a grid of the nodes per profile, shaded by requested CPU).")
+	fs.StringVar(&o.zoneLabel, "zone-label", defaultZoneLabel, "The node label the summary counts pods per zone by.")
+	fs.Func("columns", "Comma-separated node labels to print per pod, e.g. topology.kubernetes.io/zone,pool.", func(v string) error {
+		for _, label := range strings.Split(v, ",") {
+			if label = strings.TrimSpace(label); label != "" {
+				o.columns = append(o.columns, label)
+			}
+		}
+		return nil
+	})
+	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml|html]")
+		fmt.Fprintln(stderr, "Schedules the workload one pod at a time with the scheduler the operator would roll out for the profile,")
+		fmt.Fprintln(stderr, "in this process and without writing to any cluster, and prints each pod's node and a summary.")
+		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable.\n", exitError, exitUsage, exitUnschedulable)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, exitUsage
+	}
+	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || !slices.Contains([]string{"text", "json", "yaml", "html"}, o.output) {
+		fs.Usage()
+		return nil, exitUsage
+	}
+	return o, -1
+}
+
+// run simulates the profile, and the one to compare it with.
+func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
+	var cluster *simulate.Cluster
+	var err error
+	if o.kubeconfig != "" {
+		cluster, err = liveCluster(ctx, o.kubeconfig)
+	} else {
+		cluster, err = readCluster(o.clusterFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	files := []string{o.file}
+	if o.compare != "" {
+		files = append(files, o.compare)
+	}
+	report := &simulate.Report{}
+	for _, file := range files {
+		p, names, err := loadSimulationProfile(file, o.namespace)
+		if err != nil {
+			return nil, err
+		}
+		workload, err := o.workload(cluster, names)
+		if err != nil {
+			return nil, err
+		}
+		results, err := simulate.Run(ctx, p, cluster, workload)
+		if err != nil {
+			return nil, err
+		}
+		report.Runs = append(report.Runs, simulate.NewRunReport(p.Name, cluster, workload, results, o.columns, o.zoneLabel))
+	}
+	if len(report.Runs) > 1 {
+		report.Moved = simulate.Compare(report.Runs[0], report.Runs[1])
+	}
+	return report, nil
+}
+
+// workload is the workload file's pods, or the cluster's pending pods for schedulerNames.
+func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []string) (*simulate.Workload, error) {
+	if o.workloadFile == "" {
+		return &simulate.Workload{Pods: cluster.PendingPods(schedulerNames)}, nil
+	}
+	objs, err := readObjectFile(o.workloadFile)
+	if err != nil {
+		return nil, err
+	}
+	w, err := simulate.ExpandWorkload(objs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.workloadFile, err)
+	}
+	return w, nil
+}
+
+func readCluster(file string) (*simulate.Cluster, error) {
+	objs, err := readObjectFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return &simulate.Cluster{Objects: objs}, nil
+}
+
+func readObjectFile(file string) ([]runtime.Object, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() //nolint:errcheck // opened for reading only: a failed Close loses nothing
+	objs, err := simulate.ReadObjects(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return objs, nil
+}
+
+// loadSimulationProfile renders and validates the one profile of a file, as `manager render`
+// does: a SchedulerProfile that runs its own scheduler, or a Scheduler with its members. It
+// returns the configuration and the scheduler names pods choose its profiles by.
+func loadSimulationProfile(file, namespace string) (simulate.Profile, []string, error) {
+	objs, err := readObjects(file)
+	if err != nil {
+		return simulate.Profile{}, nil, err
+	}
+	switch {
+	case len(objs.schedulers) == 1:
+		return schedulerSimulation(objs.schedulers[0], objs.members(objs.schedulers[0].Name), namespace)
+	case len(objs.schedulers) > 1:
+		return simulate.Profile{}, nil, fmt.Errorf("%s holds %d Schedulers: simulate one at a time", file, len(objs.schedulers))
+	case len(objs.profiles) > 1:
+		return simulate.Profile{}, nil, fmt.Errorf("%s holds %d SchedulerProfiles and no Scheduler: simulate one at a time", file, len(objs.profiles))
+	}
+	p := objs.profiles[0]
+	if p.Spec.SchedulerRef.Name != "" {
+		return simulate.Profile{}, nil, fmt.Errorf("SchedulerProfile %s names Scheduler %s, which is not in %s", p.Name, p.Spec.SchedulerRef.Name, file)
+	}
+	what := "SchedulerProfile " + p.Name
+	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
+	if err != nil {
+		return simulate.Profile{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	gates := p.Spec.Scheduler.FeatureGates
+	if err := invalid(what, profile.ValidateWithGates(cfg.YAML, gates, field.NewPath("spec", "scheduler", "featureGates"))); err != nil {
+		return simulate.Profile{}, nil, err
+	}
+	return simulate.Profile{Name: p.Name, Config: cfg.YAML, FeatureGates: gates}, []string{cfg.SchedulerName}, nil
+}
+
+// schedulerSimulation renders a Scheduler's process with its members and checks it.
+func schedulerSimulation(s *schedulingv1alpha1.Scheduler, members []*schedulingv1alpha1.SchedulerProfile, namespace string) (simulate.Profile, []string, error) {
+	what := "Scheduler " + s.Name
+	var entries []profile.Profile
+	var names []string
+	for _, p := range members {
+		entry, err := profile.RenderProfile(p)
+		if err != nil {
+			return simulate.Profile{}, nil, fmt.Errorf("SchedulerProfile %s: %w", p.Name, err)
+		}
+		entries, names = append(entries, entry), append(names, entry.SchedulerName)
+	}
+	if len(entries) == 0 {
+		return simulate.Profile{}, nil, fmt.Errorf("%s has no SchedulerProfile in the file", what)
+	}
+	cfg, err := profile.RenderProcess(controllers.SchedulerProcess(s, namespace), entries)
+	if err == nil {
+		err = profile.ValidateProcess(cfg.YAML, s.Spec.FeatureGates)
+	}
+	if err != nil {
+		return simulate.Profile{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return simulate.Profile{Name: s.Name, Config: cfg.YAML, FeatureGates: s.Spec.FeatureGates}, names, nil
+}
+
+// invalid is nil, or an error listing errs.
+func invalid(what string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	lines := []string{what + " is invalid:"}
+	for _, e := range errs {
+		lines = append(lines, "  "+e.Error())
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+// writeReport prints the report in the format of -o.
+func writeReport(w io.Writer, report *simulate.Report, output string, columns []string) error {
+	switch output {
+	case "json":
+		data, err := json.MarshalIndent(report, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(data))
+		return err
+	case "html":
+		return report.WriteHTML(w)
+	case "yaml":
+		data, err := yaml.Marshal(report)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return report.WriteText(w, columns)
+}

@@ -216,6 +216,10 @@ bench-cycle: ## CPU of the plugins' part of a scheduling cycle: default profile,
 bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 500 profiles created at once: time to settle, reconciles/s, peak memory, writes of a resync.
 	$(BENCH) --run operator --out .cache/bench/operator.txt
 
+.PHONY: bench-shared
+bench-shared: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator and its webhook with a Scheduler of 50 and of 150 members: time and CPU to serve them all, of one member's change, p50/p99 of a member's dry-run review.
+	$(BENCH) --run shared --out .cache/bench/shared.txt
+
 .PHONY: bench-validate
 bench-validate: ## p50/p99 latency of Validate over the golden profiles.
 	$(BENCH) --run validate --out .cache/bench/validate.txt

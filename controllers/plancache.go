@@ -143,14 +143,18 @@ func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *process, st settings
 	writeJSON(h, sortedKeys(running))
 	writeJSON(h, served)
 	writeJSON(h, sortedKeys(leaving))
+	// The cache lists in no stable order.
+	parts := make([]string, len(all))
 	for i := range all {
 		p := &all[i]
 		version := fmt.Sprint(p.Generation)
 		if p.Generation == 0 {
 			version = "rv" + p.ResourceVersion
 		}
-		fmt.Fprintf(h, "%s/%s/%s/%d/%t\x00", p.Name, p.UID, version, p.CreationTimestamp.UnixNano(), p.DeletionTimestamp != nil)
+		parts[i] = fmt.Sprintf("%s/%s/%s/%d/%t", p.Name, p.UID, version, p.CreationTimestamp.UnixNano(), p.DeletionTimestamp != nil)
 	}
+	slices.Sort(parts)
+	writeJSON(h, parts)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -87,6 +87,10 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 // upgradeStepOf reads the scheduler Deployments of the operator's namespace and plans the image
 // of the process's Deployment.
 func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgradeStep, error) {
+	// A scheduler on the operator's image, or none, moves nowhere: the others need not be read.
+	if live, err := r.liveDeployment(ctx, proc); err != nil || live == nil || schedulerImageOf(live) == r.settings.image {
+		return upgradeStep{image: r.settings.image}, err
+	}
 	var list appsv1.DeploymentList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace),
 		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {

@@ -244,8 +244,17 @@ func resyncProfiles(ctx context.Context, cfg *rest.Config, o options, r *operato
 // that a second manager can follow the first in this process. It returns once the cache has
 // synced; stop stops the manager and waits for it.
 func startOperator(ctx context.Context, cfg *rest.Config) (stop func(), err error) {
-	o := controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: "scheduler-profile-operator:bench",
+	return startOperatorWith(ctx, cfg, operatorOptions())
+}
+
+// operatorOptions are the options startOperator runs the operator with: main's defaults.
+func operatorOptions() controllers.ManagerOptions {
+	return controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: "scheduler-profile-operator:bench",
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0"}
+}
+
+// startOperatorWith is startOperator with options o.
+func startOperatorWith(ctx context.Context, cfg *rest.Config, o controllers.ManagerOptions) (stop func(), err error) {
 	opts := o.ControllerRuntimeOptions()
 	opts.Logger = logr.Discard()
 	opts.Controller.SkipNameValidation = ptr.To(true)
@@ -325,7 +334,12 @@ func markDeploymentsAvailable(ctx context.Context, admin client.Client) error {
 // reconciles is the SchedulerProfile controller's controller_runtime_reconcile_total, summed
 // over results, from the registry that every manager of this process counts into.
 func reconciles() float64 {
-	total, err := testutil.CounterSum("controller_runtime_reconcile_total", "controller", profileController)
+	return reconcilesOf(profileController)
+}
+
+// reconcilesOf is a controller's controller_runtime_reconcile_total, summed over results.
+func reconcilesOf(controller string) float64 {
+	total, err := testutil.CounterSum("controller_runtime_reconcile_total", "controller", controller)
 	if err != nil {
 		return 0
 	}
@@ -334,9 +348,14 @@ func reconciles() float64 {
 
 // waitIdle waits until the reconcile count has not moved for quiet.
 func waitIdle(ctx context.Context) {
-	last, since := reconciles(), time.Now()
+	waitIdleOf(ctx, reconciles)
+}
+
+// waitIdleOf waits until count has not moved for quiet.
+func waitIdleOf(ctx context.Context, count func() float64) {
+	last, since := count(), time.Now()
 	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, false, func(context.Context) (bool, error) {
-		if n := reconciles(); n != last {
+		if n := count(); n != last {
 			last, since = n, time.Now()
 		}
 		return time.Since(since) >= quiet, nil

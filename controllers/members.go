@@ -295,6 +295,7 @@ func checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s setting
 	if err != nil {
 		return memberCheck{invalid: err.Error(), errs: renderErrors(err)}
 	}
+	schedulerBuilds.WithLabelValues(buildMember).Inc()
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return memberCheck{invalid: errs.ToAggregate().Error(), errs: errs}
 	}

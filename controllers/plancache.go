@@ -104,6 +104,7 @@ func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
 		}
 		return errors.New(msg)
 	}
+	schedulerBuilds.WithLabelValues(buildCombined).Inc()
 	err := profile.ValidateProcess(cfg.YAML, gates)
 	msg := ""
 	if err != nil {

@@ -390,6 +390,7 @@ func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s set
 		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
 		return nil, err.Error(), field.ErrorList{err}
 	}
+	schedulerBuilds.WithLabelValues(buildDedicated).Inc()
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -78,24 +77,8 @@ func benchOperator(ctx context.Context, o options) ([]stats.Row, error) {
 // result.
 func runOperatorChild(ctx context.Context, o options) (operatorResult, error) {
 	var r operatorResult
-	self, err := os.Executable()
-	if err != nil {
-		return r, err
-	}
-	out, err := filepath.Abs(filepath.Join(o.dir, "operator.json"))
-	if err != nil {
-		return r, err
-	}
-	cmd := exec.CommandContext(ctx, self, append(os.Args[1:], "--operator-child="+out)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return r, fmt.Errorf("the operator benchmark's process: %w", err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return r, err
-	}
-	return r, json.Unmarshal(data, &r)
+	err := runChild(ctx, o, "operator.json", func(out string) []string { return []string{"--operator-child=" + out} }, &r)
+	return r, err
 }
 
 // operatorRows summarizes the rounds: the median of each figure, its spread, and the write

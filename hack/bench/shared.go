@@ -70,7 +70,10 @@ func benchShared(ctx context.Context, o options) ([]stats.Row, error) {
 	for round := range o.rounds {
 		for _, i := range order(len(sizes), round) {
 			var r sharedResult
-			if err := runChild(ctx, o, "shared.json", []string{"--shared-child-members=" + strconv.Itoa(sizes[i])}, &r); err != nil {
+			flags := func(out string) []string {
+				return []string{"--shared-child-members=" + strconv.Itoa(sizes[i]), "--child-out=" + out}
+			}
+			if err := runChild(ctx, o, "shared.json", flags, &r); err != nil {
 				return nil, fmt.Errorf("round %d, %d members: %w", round+1, sizes[i], err)
 			}
 			fmt.Printf("Round %d/%d  %d members: served in %.1f s (CPU %.2f s); a member's change in %.2f s (CPU %.2f s, %.0f reconciles); review p99 %.1f ms\n",
@@ -95,8 +98,8 @@ func sharedSizes(v string) ([]int, error) {
 }
 
 // runChild runs this command again with more flags, in a process of its own, and reads the JSON
-// it writes to the file name in --dir into out.
-func runChild(ctx context.Context, o options, name string, flags []string, out any) error {
+// it writes to the file name in --dir into out; flags are given that file's path.
+func runChild(ctx context.Context, o options, name string, flags func(path string) []string, out any) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -105,7 +108,7 @@ func runChild(ctx context.Context, o options, name string, flags []string, out a
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, self, append(append(os.Args[1:], flags...), "--child-out="+path)...)
+	cmd := exec.CommandContext(ctx, self, append(os.Args[1:], flags(path)...)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("the benchmark's child process: %w", err)

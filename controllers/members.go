@@ -112,15 +112,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 		runningHash = d.Spec.Template.Annotations[AnnotationConfigHash]
 	}
 	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving)
-	if pl, ok := plans.get(key); ok {
-		return pl, nil
-	}
-	pl, err := r.planMembers(s, proc, list.Items, running, served, leaving)
-	if err != nil {
-		return nil, err
-	}
-	plans.put(key, pl)
-	return pl, nil
+	return plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
 }
 
 // leavingMembers are the profiles that left the Scheduler (their schedulerRef names another
@@ -279,12 +271,7 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 	if m.conflictWith, m.conflictServed = nameOwner(p, all, m.schedulerName, served); m.conflictWith != "" {
 		return m
 	}
-	key := keyOf(procKey, p.Name, &p.Spec)
-	c, ok := memberChecks.get(key)
-	if !ok {
-		c = checkAlone(p, proc, r.settings)
-		memberChecks.put(key, c)
-	}
+	c, _ := memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return checkAlone(p, proc, r.settings), nil })
 	m.entry, m.invalid, m.errs = c.entry, c.invalid, c.errs
 	return m
 }

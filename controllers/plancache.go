@@ -21,14 +21,51 @@ import (
 // that meets the same inputs again reuses the result: one member's change in a Scheduler of N
 // then costs one scheduler built, not N. An entry never goes stale, since its key names its
 // inputs; the memo is emptied when it reaches max entries. Safe for concurrent use.
+// Passes that meet the same inputs at once (the workers of both controllers, the webhook) wait
+// for one computation.
 type memo[V any] struct {
-	mu      sync.Mutex
-	max     int
-	entries map[string]V
+	mu       sync.Mutex
+	max      int
+	entries  map[string]V
+	inFlight map[string]*memoCall[V]
+}
+
+// memoCall is a computation in flight: done is closed once v and err are set.
+type memoCall[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
 }
 
 func newMemo[V any](maxEntries int) *memo[V] {
-	return &memo[V]{max: maxEntries, entries: map[string]V{}}
+	return &memo[V]{max: maxEntries, entries: map[string]V{}, inFlight: map[string]*memoCall[V]{}}
+}
+
+// do returns the remembered result of key, or computes it once with compute, which the callers
+// of the same key at the same time wait for. An error is returned to them and not remembered.
+func (m *memo[V]) do(key string, compute func() (V, error)) (V, error) {
+	m.mu.Lock()
+	if v, ok := m.entries[key]; ok {
+		m.mu.Unlock()
+		return v, nil
+	}
+	if c, ok := m.inFlight[key]; ok {
+		m.mu.Unlock()
+		<-c.done
+		return c.v, c.err
+	}
+	c := &memoCall[V]{done: make(chan struct{})}
+	m.inFlight[key] = c
+	m.mu.Unlock()
+	c.v, c.err = compute()
+	m.mu.Lock()
+	delete(m.inFlight, key)
+	if c.err == nil {
+		m.putLocked(key, c.v)
+	}
+	m.mu.Unlock()
+	close(c.done)
+	return c.v, c.err
 }
 
 func (m *memo[V]) get(key string) (V, bool) {
@@ -41,6 +78,10 @@ func (m *memo[V]) get(key string) (V, bool) {
 func (m *memo[V]) put(key string, v V) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.putLocked(key, v)
+}
+
+func (m *memo[V]) putLocked(key string, v V) {
 	if len(m.entries) >= m.max {
 		m.entries = map[string]V{}
 	}
@@ -97,35 +138,25 @@ func processKey(proc *process, s settings) string {
 
 // validateProcessOnce is profile.ValidateProcess, remembered by configuration and gates.
 func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
-	key := keyOf(cfg.Hash, string(cfg.YAML), gates)
-	if msg, ok := processChecks.get(key); ok {
-		if msg == "" {
-			return nil
+	msg, _ := processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
+		schedulerBuilds.WithLabelValues(buildCombined).Inc()
+		if err := profile.ValidateProcess(cfg.YAML, gates); err != nil {
+			return err.Error(), nil
 		}
-		return errors.New(msg)
+		return "", nil
+	})
+	if msg == "" {
+		return nil
 	}
-	schedulerBuilds.WithLabelValues(buildCombined).Inc()
-	err := profile.ValidateProcess(cfg.YAML, gates)
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	}
-	processChecks.put(key, msg)
-	return err
+	return errors.New(msg)
 }
 
 // queueSortConflictOnce is profile.QueueSortConflict, remembered by both entries and the gates;
 // errors are not remembered.
 func queueSortConflictOnce(first, p profile.Profile, gates map[string]bool) (string, error) {
-	key := keyOf(first.Fingerprint(), p.Fingerprint(), gates)
-	if msg, ok := queueSorts.get(key); ok {
-		return msg, nil
-	}
-	msg, err := profile.QueueSortConflict(first, p, gates)
-	if err == nil {
-		queueSorts.put(key, msg)
-	}
-	return msg, err
+	return queueSorts.do(keyOf(first.Fingerprint(), p.Fingerprint(), gates), func() (string, error) {
+		return profile.QueueSortConflict(first, p, gates)
+	})
 }
 
 // planFingerprint hashes everything planMembers reads: the Scheduler's process settings, the

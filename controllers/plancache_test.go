@@ -1,7 +1,11 @@
 package controllers
 
 import (
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -86,5 +90,40 @@ func TestMemoEmptiesWhenFull(t *testing.T) {
 	}
 	if v, ok := m.get("c"); !ok || v != 3 {
 		t.Errorf("get(c) = %v, %v, want 3, true", v, ok)
+	}
+}
+
+// TestMemoComputesOnceAtATime: callers of one key at the same time wait for one computation, and
+// an error is not remembered.
+func TestMemoComputesOnceAtATime(t *testing.T) {
+	m := newMemo[int](8)
+	var computed atomic.Int32
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := m.do("k", func() (int, error) {
+				computed.Add(1)
+				<-release
+				return 7, nil
+			})
+			if v != 7 || err != nil {
+				t.Errorf("do = %v, %v, want 7, nil", v, err)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if n := computed.Load(); n != 1 {
+		t.Errorf("computed %d times, want once", n)
+	}
+	if _, err := m.do("e", func() (int, error) { return 0, errors.New("boom") }); err == nil {
+		t.Fatal("want the error")
+	}
+	if v, err := m.do("e", func() (int, error) { return 1, nil }); v != 1 || err != nil {
+		t.Errorf("after an error do = %v, %v, want 1, nil: errors are not remembered", v, err)
 	}
 }

@@ -47,6 +47,9 @@ type ManagerOptions struct {
 	// AllowedPriorityClasses are the priority classes a profile or a Scheduler may give its
 	// scheduler pods; empty allows none, so the pods get the cluster's default priority.
 	AllowedPriorityClasses []string
+	// MaxConcurrentReconciles is how many passes each controller (profiles, Schedulers) runs at
+	// once; 0 is DefaultMaxConcurrentReconciles.
+	MaxConcurrentReconciles int
 	// MaxMembersPerScheduler is how many profiles a Scheduler serves; 0 is
 	// MaxMembersPerScheduler. Not a flag: tests set a small one.
 	MaxMembersPerScheduler int
@@ -97,12 +100,14 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	reconciler.settings.allowedPriorityClasses, reconciler.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
+	reconciler.workers = o.MaxConcurrentReconciles
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
 	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	schedulers.rollout, schedulers.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	schedulers.settings.allowedPriorityClasses, schedulers.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
+	schedulers.workers = o.MaxConcurrentReconciles
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}

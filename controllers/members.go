@@ -88,7 +88,9 @@ func (pl *plan) member(name string) *member {
 // Scheduler's configuration agree.
 func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment) (*plan, error) {
 	var list schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &list); err != nil {
+	// Planning only reads the profiles: the cache's own objects spare a copy of every profile
+	// on every pass.
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
 	running, err := r.runningEntries(ctx, s, proc, d)
@@ -103,7 +105,14 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	if err != nil {
 		return nil, err
 	}
-	return r.planMembers(s, proc, list.Items, running, served, leaving)
+	// Both reconcilers plan the Scheduler on every pass of it and of each member: the plan of
+	// the same inputs is computed once and shared (read-only) by those passes.
+	var runningHash string
+	if d != nil {
+		runningHash = d.Spec.Template.Annotations[AnnotationConfigHash]
+	}
+	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving)
+	return plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
 }
 
 // leavingMembers are the profiles that left the Scheduler (their schedulerRef names another
@@ -159,6 +168,7 @@ func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alph
 // leaving names the profiles that left and keep their running entry (leavingMembers).
 func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*plan, error) {
 	pl := &plan{}
+	procKey := processKey(proc, r.settings)
 	for i := range all {
 		p := &all[i]
 		if leaving[p.Name] {
@@ -168,7 +178,7 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 		if p.Spec.SchedulerRef.Name == "" || p.Spec.SchedulerRef.Name != s.Name || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := r.checkMember(p, all, proc, served)
+		m := r.checkMember(p, all, proc, served, procKey)
 		if m.refused() {
 			m.entry = running[p.Name]
 		}
@@ -254,22 +264,29 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 }
 
 // checkMember checks one member on its own, as a profile with a scheduler of its own is checked.
-func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *process, served servedNames) *member {
+// procKey is processKey of proc: the check is remembered by it, the profile's name and its spec,
+// so that only a member whose spec or process changed is built again.
+func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *process, served servedNames, procKey string) *member {
 	m := &member{profile: p, schedulerName: profile.SchedulerName(p)}
 	if m.conflictWith, m.conflictServed = nameOwner(p, all, m.schedulerName, served); m.conflictWith != "" {
 		return m
 	}
-	entry, cfg, err := renderAlone(p, proc, r.settings)
-	if err != nil {
-		m.invalid, m.errs = err.Error(), renderErrors(err)
-		return m
-	}
-	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
-		m.invalid, m.errs = errs.ToAggregate().Error(), errs
-		return m
-	}
-	m.entry = &entry
+	c, _ := memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return checkAlone(p, proc, r.settings), nil })
+	m.entry, m.invalid, m.errs = c.entry, c.invalid, c.errs
 	return m
+}
+
+// checkAlone renders and validates a member as a process of its own with its Scheduler's settings.
+func checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) memberCheck {
+	entry, cfg, err := renderAlone(p, proc, s)
+	if err != nil {
+		return memberCheck{invalid: err.Error(), errs: renderErrors(err)}
+	}
+	schedulerBuilds.WithLabelValues(buildMember).Inc()
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
+		return memberCheck{invalid: errs.ToAggregate().Error(), errs: errs}
+	}
+	return memberCheck{entry: &entry}
 }
 
 // renderAlone renders a member as a process of its own with its Scheduler's settings: what
@@ -300,7 +317,7 @@ func checkQueueSorts(members []*member, running map[string]*profile.Profile, gat
 		if m.refused() {
 			continue
 		}
-		msg, err := profile.QueueSortConflict(*first, *m.entry, gates)
+		msg, err := queueSortConflictOnce(*first, *m.entry, gates)
 		if err != nil {
 			msg = err.Error()
 		}
@@ -318,9 +335,15 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	if err != nil || cm == nil {
 		return nil, err
 	}
-	bySchedulerName, err := profile.ProfilesIn([]byte(cm.Data[configFileKey]))
-	if err != nil {
-		return nil, err
+	// The ConfigMaps are immutable: one is read once.
+	bySchedulerName, ok := runningProfiles.get(string(cm.UID))
+	if !ok || cm.UID == "" {
+		if bySchedulerName, err = profile.ProfilesIn([]byte(cm.Data[configFileKey])); err != nil {
+			return nil, err
+		}
+		if cm.UID != "" {
+			runningProfiles.put(string(cm.UID), bySchedulerName)
+		}
 	}
 	out := map[string]*profile.Profile{}
 	for _, served := range s.Status.Profiles {

@@ -28,6 +28,10 @@ var (
 		Name: "schedops_rollouts_started_total",
 		Help: "Rollouts of a new scheduler configuration.",
 	}, []string{"profile"})
+	schedulerBuilds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedops_scheduler_builds_total",
+		Help: "Schedulers the operator built (scheduler.New on a fake clientset) to validate a configuration: of a dedicated profile, of a Scheduler's member alone, or of a Scheduler's combined configuration. A result the operator remembers from an earlier pass is not built again, and not counted.",
+	}, []string{"config"})
 	upgradeStops = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_upgrade_stops_total",
 		Help: "Times a scheduler was held on its image because the operator's new scheduler image was rolled back on another scheduler, which stopped the upgrade.",
@@ -35,8 +39,15 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds)
 }
+
+// Values of the config label of schedops_scheduler_builds_total.
+const (
+	buildDedicated = "dedicated"
+	buildMember    = "member"
+	buildCombined  = "combined"
+)
 
 // recordMetrics exports the profile's conditions and counts what the pass did.
 func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observation) {

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -35,6 +36,8 @@ type SchedulerReconciler struct {
 	recorder events.EventRecorder
 	// versions checks the scheduler against the apiserver's version; nil skips the check.
 	versions *serverVersion
+	// workers is how many Schedulers are reconciled at once; 0 is DefaultMaxConcurrentReconciles.
+	workers int
 }
 
 // NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with
@@ -51,6 +54,7 @@ func NewSchedulerReconciler(c client.Client, d Discovery, recorder events.EventR
 // or leave them.
 func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{}), LabelScheduler).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
 			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -78,7 +82,7 @@ func (r *SchedulerReconciler) schedulersOf(ctx context.Context, obj client.Objec
 		names[p.Spec.SchedulerRef.Name] = true
 	}
 	var list schedulingv1alpha1.SchedulerList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing Schedulers")
 	}
 	for _, s := range list.Items {
@@ -201,7 +205,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		}
 		return obs, nil
 	}
-	if err := profile.ValidateProcess(obs.plan.config.YAML, obs.proc.run.FeatureGates); err != nil {
+	if err := validateProcessOnce(obs.plan.config, obs.proc.run.FeatureGates); err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
 	}
@@ -212,6 +216,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		return obs, err
 	}
 	st := obs.rollout
+	defer r.lockUpgrade(obs.deployment)()
 	if obs.deployment, obs.rollout, err = r.run(ctx, obs.proc, obs.plan.config, st); err != nil {
 		obs.rollout = st
 		return obs, err

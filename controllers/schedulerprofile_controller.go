@@ -5,6 +5,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -53,6 +55,8 @@ type SchedulerProfileReconciler struct {
 	recorder events.EventRecorder
 	// versions checks the scheduler against the apiserver's version; nil skips the check.
 	versions *serverVersion
+	// workers is how many profiles are reconciled at once; 0 is DefaultMaxConcurrentReconciles.
+	workers int
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
@@ -70,7 +74,11 @@ func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := indexProfiles(context.Background(), mgr); err != nil {
+		return err
+	}
 	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}), LabelProfile).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
 		// status-only updates cannot.
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
@@ -87,16 +95,55 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// otherProfiles enqueues every profile but the one that changed.
+// Field indexes of the profiles in the manager's cache, so that an event enqueues the profiles
+// it concerns without a pass over every profile.
+const (
+	// indexSchedulerName indexes profiles by the scheduler name they ask for.
+	indexSchedulerName = "schedops.io/schedulerName"
+	// indexSchedulerRef indexes profiles by the Scheduler their schedulerRef names.
+	indexSchedulerRef = "schedops.io/schedulerRef"
+)
+
+// indexProfiles adds the field indexes of the profiles to the manager's cache.
+func indexProfiles(ctx context.Context, mgr ctrl.Manager) error {
+	byName := func(obj client.Object) []string {
+		return []string{profile.SchedulerName(obj.(*schedulingv1alpha1.SchedulerProfile))}
+	}
+	byRef := func(obj client.Object) []string {
+		if ref := obj.(*schedulingv1alpha1.SchedulerProfile).Spec.SchedulerRef.Name; ref != "" {
+			return []string{ref}
+		}
+		return nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &schedulingv1alpha1.SchedulerProfile{}, indexSchedulerName, byName); err != nil {
+		return fmt.Errorf("indexing profiles by scheduler name: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &schedulingv1alpha1.SchedulerProfile{}, indexSchedulerRef, byRef); err != nil {
+		return fmt.Errorf("indexing profiles by Scheduler: %w", err)
+	}
+	return nil
+}
+
+// otherProfiles enqueues, for a profile's create, delete or spec change, the other profiles whose
+// outcome it can change: those that ask for the same scheduler name (a name conflict starts or
+// ends) and the other members of its Scheduler (the oldest member's queue sort, the member limit
+// and the size of the configuration are shared). An update maps its old object too, so the
+// name and the Scheduler a profile left are covered.
 func (r *SchedulerProfileReconciler) otherProfiles(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.profileRequests(ctx, func(p *schedulingv1alpha1.SchedulerProfile) bool { return p.Name != obj.GetName() })
+	p, ok := obj.(*schedulingv1alpha1.SchedulerProfile)
+	if !ok {
+		return nil
+	}
+	reqs := r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerName: profile.SchedulerName(p)})
+	if ref := p.Spec.SchedulerRef.Name; ref != "" {
+		reqs = append(reqs, r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerRef: ref})...)
+	}
+	return slices.DeleteFunc(reqs, func(req reconcile.Request) bool { return req.Name == p.Name })
 }
 
 // membersOf enqueues the profiles that name a Scheduler.
 func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.profileRequests(ctx, func(p *schedulingv1alpha1.SchedulerProfile) bool {
-		return p.Spec.SchedulerRef.Name != "" && p.Spec.SchedulerRef.Name == obj.GetName()
-	})
+	return r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerRef: obj.GetName()})
 }
 
 // membersOfDeployment enqueues the profiles of the Scheduler that a Deployment runs.
@@ -108,15 +155,17 @@ func (r *SchedulerProfileReconciler) membersOfDeployment(ctx context.Context, ob
 	return r.membersOf(ctx, &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
-func (r *SchedulerProfileReconciler) profileRequests(ctx context.Context, match func(*schedulingv1alpha1.SchedulerProfile) bool) []reconcile.Request {
+// profileRequests are the requests of the profiles that opts list (a field of the cache's index)
+// and match accepts; a nil match accepts every one.
+func (r *SchedulerProfileReconciler) profileRequests(ctx context.Context, match func(*schedulingv1alpha1.SchedulerProfile) bool, opts ...client.ListOption) []reconcile.Request {
 	var list schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if match(&list.Items[i]) {
+		if match == nil || match(&list.Items[i]) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Name}})
 		}
 	}
@@ -219,7 +268,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, err
 	}
 	var list schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &list); err != nil {
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return obs, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
 	served, err := r.servedNamesIndex(ctx)
@@ -249,6 +298,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, err
 	}
 	obs.config = cfg
+	defer r.lockUpgrade(obs.deployment)()
 	if obs.deployment, obs.rollout, err = r.run(ctx, proc, cfg, st); err != nil {
 		obs.rollout = st
 		return obs, err
@@ -345,6 +395,7 @@ func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s set
 		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
 		return nil, err.Error(), field.ErrorList{err}
 	}
+	schedulerBuilds.WithLabelValues(buildDedicated).Inc()
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}

@@ -121,12 +121,13 @@ func (r *processObjects) servedNamesIndex(ctx context.Context) (servedNames, err
 	reader := r.client
 	ns := r.settings.namespace
 	selector := client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}
+	// Only read: the cache's own objects spare a copy of every Deployment and pod per pass.
 	var deployments appsv1.DeploymentList
-	if err := reader.List(ctx, &deployments, client.InNamespace(ns), selector); err != nil {
+	if err := reader.List(ctx, &deployments, client.InNamespace(ns), selector, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
 	var pods corev1.PodList
-	if err := reader.List(ctx, &pods, client.InNamespace(ns), selector); err != nil {
+	if err := reader.List(ctx, &pods, client.InNamespace(ns), selector, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing scheduler pods: %w", err)
 	}
 	type mount struct {
@@ -268,7 +269,7 @@ func enqueueWaitingForNames(c client.Reader, request func(*schedulingv1alpha1.Sc
 			return nil
 		}
 		var list schedulingv1alpha1.SchedulerProfileList
-		if err := c.List(ctx, &list); err != nil {
+		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
 			return nil
 		}

@@ -110,6 +110,11 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 // upgradeStepOf reads the scheduler Deployments of the operator's namespace and plans the image
 // of the process's Deployment.
 func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgradeStep, error) {
+	// A scheduler on the operator's image and a prefixed lease, or none, moves nowhere: the
+	// others need not be read.
+	if live, err := r.liveDeployment(ctx, proc); err != nil || live == nil || r.upgraded(live) {
+		return upgradeStep{image: r.settings.image}, err
+	}
 	var list appsv1.DeploymentList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace),
 		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {
@@ -152,6 +157,12 @@ func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[strin
 		out[LabelScheduler][s.Name] = s.DeletionTimestamp == nil
 	}
 	return out, nil
+}
+
+// upgraded tells whether a scheduler Deployment has what the operator gives every template: its
+// scheduler image and a prefixed lease. One that has not is in the upgrade wave.
+func (r *processObjects) upgraded(d *appsv1.Deployment) bool {
+	return schedulerImageOf(d) == r.settings.image && leased(d.Spec.Template.Annotations)
 }
 
 // keepLease is the process and configuration of a pass that the step holds on the legacy lease:
@@ -233,7 +244,7 @@ func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventH
 		}
 		var reqs []reconcile.Request
 		for i := range list.Items {
-			if d := &list.Items[i]; schedulerImageOf(d) != r.settings.image || !leased(d.Spec.Template.Annotations) {
+			if d := &list.Items[i]; !r.upgraded(d) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: d.Labels[ownerLabel]}})
 			}
 		}

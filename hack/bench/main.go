@@ -12,6 +12,9 @@
 //     process, on the same nodes, without an apiserver);
 //   - operator: the operator reconciling hundreds of profiles created at once (in a child process
 //     of this command, so that its peak memory is the operator's);
+//   - shared: the operator and its webhook with one Scheduler of 50 and of 150 members created at
+//     once (in a child process per size and round): until all are served, one member's change,
+//     dry-run reviews of a member;
 //   - memory: the resident memory of kube-scheduler serving 1 profile, N profiles in one process
 //     and N profiles in N processes.
 //
@@ -60,6 +63,14 @@ type options struct {
 	settle, bindTimeout, deadline time.Duration
 	// operatorChild is where the operator benchmark, run as a child process, writes its result.
 	operatorChild string
+	// sharedMembers are the sizes of the shared benchmark's Scheduler; sharedChild, in a child
+	// process, is the one it measures, and childOut where it writes its result.
+	sharedMembers string
+	sharedChild   int
+	childOut      string
+	webhooks      string
+	reviews       int
+	cpuProfile    string
 }
 
 // benchmark is one of the benchmarks: it returns the rows it adds to the table.
@@ -74,12 +85,13 @@ var benchmarks = []benchmark{
 	{"simulate", benchSimulate},
 	{"cycle", benchCycle},
 	{"operator", benchOperator},
+	{"shared", benchShared},
 	{"memory", benchMemory},
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.run, "run", "validate,throughput,simulate,cycle,operator,memory", "the benchmarks to run, comma-separated")
+	flag.StringVar(&o.run, "run", "validate,throughput,simulate,cycle,operator,shared,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/kube-scheduler", "the kube-scheduler binary with the operator's plugins")
 	flag.StringVar(&o.upstream, "upstream-scheduler", "bin/kube-scheduler-upstream", "upstream kube-scheduler, built from the same k8s.io/kubernetes module")
@@ -103,6 +115,12 @@ func main() {
 	flag.DurationVar(&o.bindTimeout, "bind-timeout", 5*time.Minute, "how long a scheduler may take to start and bind its pods")
 	flag.DurationVar(&o.deadline, "operator-timeout", 10*time.Minute, "how long the operator may take to settle the profiles")
 	flag.StringVar(&o.operatorChild, "operator-child", "", "internal: run the operator benchmark in this process and write its result to this file")
+	flag.StringVar(&o.sharedMembers, "shared-members", "50,150", "members of the Scheduler that shared creates at once, one size per child process and round, comma-separated")
+	flag.IntVar(&o.reviews, "shared-reviews", 200, "dry-run updates of a member that shared times per size and round")
+	flag.StringVar(&o.webhooks, "webhooks", "config/webhook/manifests.yaml", "the operator's webhook configurations, which shared installs")
+	flag.IntVar(&o.sharedChild, "shared-child-members", 0, "internal: run the shared benchmark for this many members in this process")
+	flag.StringVar(&o.cpuProfile, "shared-cpuprofile", "", "shared: write CPU profiles of a member's change and of the reviews to <this>-change.pprof and <this>-review.pprof")
+	flag.StringVar(&o.childOut, "child-out", "", "internal: where a child process writes its result")
 	flag.Parse()
 	// profile.Validate builds the scheduler framework, which logs every plugin it configures, and
 	// envtest logs through controller-runtime; the schedulers' own logs are in --dir.
@@ -112,9 +130,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if o.operatorChild != "" {
+	switch {
+	case o.operatorChild != "":
 		err = operatorChild(ctx, o)
-	} else {
+	case o.sharedChild > 0:
+		err = sharedChild(ctx, o)
+	default:
 		err = run(ctx, o)
 	}
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -78,24 +77,8 @@ func benchOperator(ctx context.Context, o options) ([]stats.Row, error) {
 // result.
 func runOperatorChild(ctx context.Context, o options) (operatorResult, error) {
 	var r operatorResult
-	self, err := os.Executable()
-	if err != nil {
-		return r, err
-	}
-	out, err := filepath.Abs(filepath.Join(o.dir, "operator.json"))
-	if err != nil {
-		return r, err
-	}
-	cmd := exec.CommandContext(ctx, self, append(os.Args[1:], "--operator-child="+out)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return r, fmt.Errorf("the operator benchmark's process: %w", err)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		return r, err
-	}
-	return r, json.Unmarshal(data, &r)
+	err := runChild(ctx, o, "operator.json", func(out string) []string { return []string{"--operator-child=" + out} }, &r)
+	return r, err
 }
 
 // operatorRows summarizes the rounds: the median of each figure, its spread, and the write
@@ -244,8 +227,17 @@ func resyncProfiles(ctx context.Context, cfg *rest.Config, o options, r *operato
 // that a second manager can follow the first in this process. It returns once the cache has
 // synced; stop stops the manager and waits for it.
 func startOperator(ctx context.Context, cfg *rest.Config) (stop func(), err error) {
-	o := controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: "scheduler-profile-operator:bench",
+	return startOperatorWith(ctx, cfg, operatorOptions())
+}
+
+// operatorOptions are the options startOperator runs the operator with: main's defaults.
+func operatorOptions() controllers.ManagerOptions {
+	return controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: "scheduler-profile-operator:bench",
 		MetricsBindAddress: "0", HealthProbeBindAddress: "0"}
+}
+
+// startOperatorWith is startOperator with options o.
+func startOperatorWith(ctx context.Context, cfg *rest.Config, o controllers.ManagerOptions) (stop func(), err error) {
 	opts := o.ControllerRuntimeOptions()
 	opts.Logger = logr.Discard()
 	opts.Controller.SkipNameValidation = ptr.To(true)
@@ -325,7 +317,12 @@ func markDeploymentsAvailable(ctx context.Context, admin client.Client) error {
 // reconciles is the SchedulerProfile controller's controller_runtime_reconcile_total, summed
 // over results, from the registry that every manager of this process counts into.
 func reconciles() float64 {
-	total, err := testutil.CounterSum("controller_runtime_reconcile_total", "controller", profileController)
+	return reconcilesOf(profileController)
+}
+
+// reconcilesOf is a controller's controller_runtime_reconcile_total, summed over results.
+func reconcilesOf(controller string) float64 {
+	total, err := testutil.CounterSum("controller_runtime_reconcile_total", "controller", controller)
 	if err != nil {
 		return 0
 	}
@@ -334,9 +331,14 @@ func reconciles() float64 {
 
 // waitIdle waits until the reconcile count has not moved for quiet.
 func waitIdle(ctx context.Context) {
-	last, since := reconciles(), time.Now()
+	waitIdleOf(ctx, reconciles)
+}
+
+// waitIdleOf waits until count has not moved for quiet.
+func waitIdleOf(ctx context.Context, count func() float64) {
+	last, since := count(), time.Now()
 	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, false, func(context.Context) (bool, error) {
-		if n := reconciles(); n != last {
+		if n := count(); n != last {
 			last, since = n, time.Now()
 		}
 		return time.Since(since) >= quiet, nil

@@ -327,3 +327,14 @@ func convertExtender(in v1alpha1.Extender, caSecrets sets.Set[string]) configv1.
 	}
 	return out
 }
+
+// Fingerprint identifies the entry by its content: two entries with the same fingerprint render
+// to the same bytes. The operator keys what it learnt of an entry (its queue sort) on it.
+func (p Profile) Fingerprint() string {
+	data, err := json.Marshal(p.entry)
+	if err != nil {
+		return "" // an entry that does not marshal is never remembered
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

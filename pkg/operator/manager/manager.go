@@ -96,6 +96,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.IntVar(&opts.UpgradeMaxInFlight, "upgrade-max-in-flight", controllers.DefaultUpgradeMaxInFlight, "How many scheduler Deployments a new scheduler image (an operator upgrade or downgrade) rolls at a time, in the order of their names, the next once those are available; the first rollback stops it. Users' own changes are not paced.")
 	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
 	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "How many profiles, and how many Schedulers, the operator reconciles at once; a profile or Scheduler is never in two passes at once.")
 	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
 		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, priorityClassList(v)...)
 		return nil
@@ -109,6 +110,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 		return opts, nil, fmt.Errorf("--rollout-crash-loop-restarts must be a positive number, not %d", *crashLoopRestarts)
 	}
 	opts.Rollout.CrashLoopRestarts = int32(*crashLoopRestarts)
+	if opts.MaxConcurrentReconciles < 1 {
+		return opts, nil, fmt.Errorf("--max-concurrent-reconciles must be a positive number, not %d", opts.MaxConcurrentReconciles)
+	}
 	if opts.UpgradeMaxInFlight < 1 {
 		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
 	}

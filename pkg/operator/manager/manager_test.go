@@ -87,6 +87,16 @@ func TestManagerOptions(t *testing.T) {
 				UpgradeMaxInFlight: 3, AllowedPriorityClasses: []string{"system-cluster-critical", "schedulers"},
 			},
 		},
+		{
+			name: "concurrent reconciles",
+			args: []string{"--max-concurrent-reconciles=4"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				MaxConcurrentReconciles: 4,
+			},
+		},
+		{name: "no concurrent reconciles", args: []string{"--max-concurrent-reconciles=0"}, env: env, wantErr: "--max-concurrent-reconciles must be a positive number"},
 		{name: "no upgrade pacing", args: []string{"--upgrade-max-in-flight=0"}, env: env, wantErr: "--upgrade-max-in-flight must be a positive number"},
 		{name: "no crash loop restarts", args: []string{"--rollout-crash-loop-restarts=0"}, env: env, wantErr: "--rollout-crash-loop-restarts must be a positive number"},
 		{name: "no namespace", env: map[string]string{"RELATED_IMAGE_SCHEDULER": "x"}, wantErr: "OPERATOR_NAMESPACE must name"},
@@ -113,6 +123,9 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if tc.want.UpgradeMaxInFlight == 0 {
 				tc.want.UpgradeMaxInFlight = controllers.DefaultUpgradeMaxInFlight
+			}
+			if tc.want.MaxConcurrentReconciles == 0 {
+				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)

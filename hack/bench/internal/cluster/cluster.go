@@ -55,8 +55,15 @@ type Cluster struct {
 // writes the kubeconfig into dir. TaintNodesByCondition is off so that nodes created Ready are
 // schedulable at once: no node lifecycle controller runs to lift the not-ready taint that it puts
 // on every new node.
-func Start(assets, dir string, crdDirs ...string) (_ *Cluster, err error) {
-	c := &Cluster{env: &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}}
+func Start(assets, dir string, crdDirs ...string) (*Cluster, error) {
+	return StartWithWebhooks(assets, dir, nil, crdDirs...)
+}
+
+// StartWithWebhooks is Start with the webhook configurations of the manifests in webhookPaths
+// installed, pointed at a local port with a CA of envtest's (Webhook).
+func StartWithWebhooks(assets, dir string, webhookPaths []string, crdDirs ...string) (_ *Cluster, err error) {
+	c := &Cluster{env: &envtest.Environment{BinaryAssetsDirectory: assets, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: webhookPaths}}}
 	apiserver := c.env.ControlPlane.GetAPIServer().Configure()
 	apiserver.Append("disable-admission-plugins", "TaintNodesByCondition")
 	// The benchmarks delete thousands of pods between runs; the default deletes them one by one.
@@ -85,6 +92,13 @@ func Start(assets, dir string, crdDirs ...string) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	return c, nil
+}
+
+// Webhook is where the installed webhook configurations call: host, port and the directory of
+// the serving certificate.
+func (c *Cluster) Webhook() (host string, port int, certDir string) {
+	w := &c.env.WebhookInstallOptions
+	return w.LocalServingHost, w.LocalServingPort, w.LocalServingCertDir
 }
 
 // Stop stops kube-apiserver and etcd.

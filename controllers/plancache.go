@@ -1,0 +1,200 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// memo remembers the results of pure, costly computations (a scheduler built to validate a
+// configuration, a configuration planned) by a key that hashes all their inputs, so that a pass
+// that meets the same inputs again reuses the result: one member's change in a Scheduler of N
+// then costs one scheduler built, not N. An entry never goes stale, since its key names its
+// inputs; the memo is emptied when it reaches max entries. Safe for concurrent use.
+// Passes that meet the same inputs at once (the workers of both controllers, the webhook) wait
+// for one computation.
+type memo[V any] struct {
+	mu       sync.Mutex
+	max      int
+	entries  map[string]V
+	inFlight map[string]*memoCall[V]
+}
+
+// memoCall is a computation in flight: done is closed once v and err are set.
+type memoCall[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
+}
+
+func newMemo[V any](maxEntries int) *memo[V] {
+	return &memo[V]{max: maxEntries, entries: map[string]V{}, inFlight: map[string]*memoCall[V]{}}
+}
+
+// do returns the remembered result of key, or computes it once with compute, which the callers
+// of the same key at the same time wait for. An error is returned to them and not remembered.
+func (m *memo[V]) do(key string, compute func() (V, error)) (V, error) {
+	m.mu.Lock()
+	if v, ok := m.entries[key]; ok {
+		m.mu.Unlock()
+		return v, nil
+	}
+	if c, ok := m.inFlight[key]; ok {
+		m.mu.Unlock()
+		<-c.done
+		return c.v, c.err
+	}
+	c := &memoCall[V]{done: make(chan struct{})}
+	m.inFlight[key] = c
+	m.mu.Unlock()
+	c.v, c.err = compute()
+	m.mu.Lock()
+	delete(m.inFlight, key)
+	if c.err == nil {
+		m.putLocked(key, c.v)
+	}
+	m.mu.Unlock()
+	close(c.done)
+	return c.v, c.err
+}
+
+func (m *memo[V]) get(key string) (V, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.entries[key]
+	return v, ok
+}
+
+func (m *memo[V]) put(key string, v V) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.putLocked(key, v)
+}
+
+func (m *memo[V]) putLocked(key string, v V) {
+	if len(m.entries) >= m.max {
+		m.entries = map[string]V{}
+	}
+	m.entries[key] = v
+}
+
+// memberCheck is what checking a member alone found (checkMember): its entry, or why it is refused.
+type memberCheck struct {
+	entry   *profile.Profile
+	invalid string
+	errs    field.ErrorList
+}
+
+// The memos of the operator, shared by both reconcilers and the webhook. Their sizes bound
+// memory to a few MiB: a member check holds one rendered entry, a plan one per member.
+var (
+	// memberChecks are the checks of members alone, by profile name and spec and process settings.
+	memberChecks = newMemo[memberCheck](8192)
+	// queueSorts are upstream's messages on two entries' queue sorts, by both entries and the gates.
+	queueSorts = newMemo[string](8192)
+	// processChecks are the results of ValidateProcess by configuration and gates ("" for valid).
+	processChecks = newMemo[string](512)
+	// runningProfiles are the entries of running configurations by ConfigMap UID (they are immutable).
+	runningProfiles = newMemo[map[string]profile.Profile](512)
+	// plans are the plans of Schedulers by planFingerprint.
+	plans = newMemo[*plan](512)
+)
+
+// keyOf hashes the JSON of parts into a memo key.
+func keyOf(parts ...any) string {
+	h := sha256.New()
+	for _, p := range parts {
+		writeJSON(h, p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// writeJSON writes v as JSON and a separator; a value that does not marshal writes its type
+// and address, which no other call repeats, so nothing is remembered for it wrongly.
+func writeJSON(h hash.Hash, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		data = fmt.Appendf(nil, "unmarshalable %T %p", v, &v)
+	}
+	h.Write(data)
+	h.Write([]byte{0})
+}
+
+// processKey is the part of a member check's key that the process gives: what it renders around
+// the member and the gates it validates with.
+func processKey(proc *process, s settings) string {
+	return keyOf(processSettings(proc, s), proc.run.FeatureGates, proc.gatesPath().String())
+}
+
+// validateProcessOnce is profile.ValidateProcess, remembered by configuration and gates.
+func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
+	msg, _ := processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
+		schedulerBuilds.WithLabelValues(buildCombined).Inc()
+		if err := profile.ValidateProcess(cfg.YAML, gates); err != nil {
+			return err.Error(), nil
+		}
+		return "", nil
+	})
+	if msg == "" {
+		return nil
+	}
+	return errors.New(msg)
+}
+
+// queueSortConflictOnce is profile.QueueSortConflict, remembered by both entries and the gates;
+// errors are not remembered.
+func queueSortConflictOnce(first, p profile.Profile, gates map[string]bool) (string, error) {
+	return queueSorts.do(keyOf(first.Fingerprint(), p.Fingerprint(), gates), func() (string, error) {
+		return profile.QueueSortConflict(first, p, gates)
+	})
+}
+
+// planFingerprint hashes everything planMembers reads: the Scheduler's process settings, the
+// member limit, which configuration runs with which members, the served names, the leaving
+// members, and of every profile what decides its part: its identity, its spec (by generation;
+// an object no apiserver stored has none, and is keyed by its resourceVersion), its age and
+// whether it is being deleted. A profile's status is not read by planning, so a status write
+// does not change the fingerprint.
+func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *process, st settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) string {
+	h := sha256.New()
+	writeJSON(h, s.Name)
+	writeJSON(h, processKey(proc, st))
+	writeJSON(h, st.memberLimit())
+	writeJSON(h, runningConfig)
+	writeJSON(h, s.Status.Profiles)
+	writeJSON(h, sortedKeys(running))
+	writeJSON(h, served)
+	writeJSON(h, sortedKeys(leaving))
+	// The cache lists in no stable order.
+	parts := make([]string, len(all))
+	for i := range all {
+		p := &all[i]
+		version := fmt.Sprint(p.Generation)
+		if p.Generation == 0 {
+			version = "rv" + p.ResourceVersion
+		}
+		parts[i] = fmt.Sprintf("%s/%s/%s/%d/%t", p.Name, p.UID, version, p.CreationTimestamp.UnixNano(), p.DeletionTimestamp != nil)
+	}
+	slices.Sort(parts)
+	writeJSON(h, parts)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

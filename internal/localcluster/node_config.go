@@ -98,6 +98,16 @@ func (s setup) kubeletYAML() ([]byte, error) {
 		// The images were imported and cannot be pulled again: never collect them.
 		"imageGCHighThresholdPercent": 100,
 		"imageGCLowThresholdPercent":  99,
+		// The node's filesystems are the host's, shared with everything else on it: the
+		// defaults (imagefs.available 15%) evicted every pod on a host with 14.7% of its disk
+		// free. The node lives for one test run; it evicts only when the host is all but full.
+		"evictionHard": map[string]string{
+			"memory.available":   "100Mi",
+			"nodefs.available":   "1%",
+			"nodefs.inodesFree":  "1%",
+			"imagefs.available":  "1%",
+			"imagefs.inodesFree": "1%",
+		},
 		"authentication": map[string]any{
 			"anonymous": map[string]bool{"enabled": false},
 			"webhook":   map[string]bool{"enabled": true},

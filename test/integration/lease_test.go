@@ -181,17 +181,7 @@ func TestLeaseMigrationIsPaced(t *testing.T) {
 	}
 	prefix := uniqueName("paced")
 	names := []string{prefix + "-a", prefix + "-b", prefix + "-c"}
-	op := start(v1)
-	for _, name := range names {
-		k.createProfile(t, testutil.MakeProfile(name).Obj())
-	}
-	for _, name := range names {
-		k.waitForRollout(t, name)
-		k.settle(t, name, "v1")
-	}
-	if err := op.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	k.settledProfiles(t, start(v1), names)
 	// What the operator version before the prefix left, as in TestLeaseMigration.
 	for _, name := range names {
 		deployment := name + "-scheduler"
@@ -207,7 +197,7 @@ func TestLeaseMigrationIsPaced(t *testing.T) {
 
 	// The same image: the leases alone move, one at a time. The first moves by a Recreate; the
 	// others wait on the old lease, their configuration rendered on it.
-	op = start(v1)
+	op := start(v1)
 	k.waitForLeases(t, names, v1, 1)
 	testutil.Consistently(t, time.Second, "one scheduler off the old lease", func(ctx context.Context) error {
 		return k.leasesAre(ctx, names, v1, 1)

@@ -38,20 +38,10 @@ func TestUpgradeWave(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d"} {
 		names = append(names, prefix+"-"+n)
 	}
-	op := start(v1)
-	for _, name := range names {
-		k.createProfile(t, testutil.MakeProfile(name).Obj())
-	}
-	for _, name := range names {
-		k.waitForRollout(t, name)
-		k.settle(t, name, "v1")
-	}
-	if err := op.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	k.settledProfiles(t, start(v1), names)
 
 	// Upgrade to an image that works.
-	op = start(v2)
+	op := start(v2)
 	for i, name := range names {
 		k.waitForImages(t, names, v2, i+1)
 		testutil.Consistently(t, time.Second, "one scheduler at a time", func(ctx context.Context) error {
@@ -117,6 +107,22 @@ func TestUpgradeWave(t *testing.T) {
 		if p, err := k.getProfile(t.Context(), name); err != nil || p.Status.FailedRevision != "" {
 			t.Errorf("%s after the wave: %v, failedRevision %q", name, err, p.Status.FailedRevision)
 		}
+	}
+}
+
+// settledProfiles creates the profiles names with op running, plays the Deployment controller
+// until each runs available, and stops op: the cluster an operator upgrade starts from.
+func (k *cluster) settledProfiles(t *testing.T, op *framework.Operator, names []string) {
+	t.Helper()
+	for _, name := range names {
+		k.createProfile(t, testutil.MakeProfile(name).Obj())
+	}
+	for _, name := range names {
+		k.waitForRollout(t, name)
+		k.settle(t, name, "v1")
+	}
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

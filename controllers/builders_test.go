@@ -33,7 +33,11 @@ var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
 // fakeObjects are the reads and writes of the reconcilers and the webhook, on a fake client
 // holding objs.
 func fakeObjects(objs ...client.Object) processObjects {
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).Build()
+	b := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...)
+	for _, i := range fieldIndexes(testSettings.image) {
+		b = b.WithIndex(i.obj, i.field, i.extract)
+	}
+	c := b.Build()
 	return processObjects{client: c, settings: testSettings}
 }
 

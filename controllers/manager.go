@@ -1,11 +1,12 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
-	"k8s.io/client-go/discovery"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -96,6 +97,9 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	d := Discovery(apis)
 	if o.ServerVersion != nil {
 		d = withServerVersion(apis, o.ServerVersion)
+	}
+	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage); err != nil {
+		return err
 	}
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight

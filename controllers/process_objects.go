@@ -16,6 +16,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,17 +132,32 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, imag
 	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
 }
 
+// applyAll applies objs, the last (the process's Deployment) after the others: those at once,
+// since none needs another, and the Deployment once what its pods need (the configuration, the
+// ServiceAccount and its bindings) is there. A pass waits for the apiserver twice, not once per
+// object.
 func (r *processObjects) applyAll(ctx context.Context, objs []owned) error {
-	for _, o := range objs {
-		changed, err := r.apply(ctx, o)
-		if err != nil {
-			return err
-		}
-		if changed {
-			log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.observed), "object", klog.KRef(o.key.Namespace, o.key.Name))
-		}
+	if len(objs) == 0 {
+		return nil
 	}
-	return nil
+	last := len(objs) - 1
+	g, gctx := errgroup.WithContext(ctx)
+	for _, o := range objs[:last] {
+		g.Go(func() error { return r.applyLogged(gctx, o) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return r.applyLogged(ctx, objs[last])
+}
+
+// applyLogged applies o and logs it when it changed.
+func (r *processObjects) applyLogged(ctx context.Context, o owned) error {
+	changed, err := r.apply(ctx, o)
+	if changed {
+		log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.observed), "object", klog.KRef(o.key.Namespace, o.key.Name))
+	}
+	return err
 }
 
 // kindOf names the kind of a typed object, for log keys ("Deployment").
@@ -225,7 +241,7 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *process) error
 		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.names.clusterRoleBinding(volumeSchedulerClusterRole[len("system:"):]))},
 	}
 	var cms corev1.ConfigMapList
-	if err := r.client.List(ctx, &cms, client.InNamespace(ns), client.MatchingLabels{proc.ownerLabel: proc.owner.GetName()}); err != nil {
+	if err := r.client.List(ctx, &cms, client.InNamespace(ns), ownedBy(proc)); err != nil {
 		return fmt.Errorf("listing ConfigMaps: %w", err)
 	}
 	for i := range cms.Items {
@@ -300,14 +316,14 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 	}
 	inNamespace, selected := client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, inNamespace, selected); err != nil {
+	if err := r.client.List(ctx, &rss, inNamespace, selected, ownedBy(proc)); err != nil {
 		return rolloutVerdict{}, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	var pods []corev1.Pod
 	rs := replicaSetOf(rss.Items, rev)
 	if rs != nil {
 		var list corev1.PodList
-		if err := r.client.List(ctx, &list, inNamespace, selected); err != nil {
+		if err := r.client.List(ctx, &list, inNamespace, selected, ownedBy(proc)); err != nil {
 			return rolloutVerdict{}, fmt.Errorf("listing pods: %w", err)
 		}
 		pods = podsOf(rs, list.Items)
@@ -326,7 +342,7 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 // the upgrade wave of that image (markImageRollback).
 func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (*owned, error) {
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())); err != nil {
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
 		return nil, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, revision)
@@ -357,7 +373,7 @@ func (r *processObjects) mayRunLegacyLease(ctx context.Context, proc *process, l
 		return false, nil
 	}
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())); err != nil {
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
 		return false, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, st.lastAvailable)

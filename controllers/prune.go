@@ -19,7 +19,7 @@ import (
 // ReplicaSet of its Deployment uses, but keeps the newest keptConfigMaps of those for rollbacks.
 func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *process, currentHash string) error {
 	inNamespace := client.InNamespace(r.settings.namespace)
-	ofProfile := client.MatchingLabels{proc.ownerLabel: proc.owner.GetName()}
+	ofProfile := ownedBy(proc)
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, inNamespace, ofProfile); err != nil {
 		return fmt.Errorf("listing ConfigMaps: %w", err)

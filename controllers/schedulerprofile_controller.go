@@ -74,9 +74,6 @@ func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := indexProfiles(context.Background(), mgr); err != nil {
-		return err
-	}
 	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}), LabelProfile).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
@@ -93,35 +90,6 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
 		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelProfile)).
 		Complete(r)
-}
-
-// Field indexes of the profiles in the manager's cache, so that an event enqueues the profiles
-// it concerns without a pass over every profile.
-const (
-	// indexSchedulerName indexes profiles by the scheduler name they ask for.
-	indexSchedulerName = "schedops.io/schedulerName"
-	// indexSchedulerRef indexes profiles by the Scheduler their schedulerRef names.
-	indexSchedulerRef = "schedops.io/schedulerRef"
-)
-
-// indexProfiles adds the field indexes of the profiles to the manager's cache.
-func indexProfiles(ctx context.Context, mgr ctrl.Manager) error {
-	byName := func(obj client.Object) []string {
-		return []string{profile.SchedulerName(obj.(*schedulingv1alpha1.SchedulerProfile))}
-	}
-	byRef := func(obj client.Object) []string {
-		if ref := obj.(*schedulingv1alpha1.SchedulerProfile).Spec.SchedulerRef.Name; ref != "" {
-			return []string{ref}
-		}
-		return nil
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &schedulingv1alpha1.SchedulerProfile{}, indexSchedulerName, byName); err != nil {
-		return fmt.Errorf("indexing profiles by scheduler name: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &schedulingv1alpha1.SchedulerProfile{}, indexSchedulerRef, byRef); err != nil {
-		return fmt.Errorf("indexing profiles by Scheduler: %w", err)
-	}
-	return nil
 }
 
 // otherProfiles enqueues, for a profile's create, delete or spec change, the other profiles whose
@@ -267,15 +235,15 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return obs, err
 	}
-	var list schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil { // only read
-		return obs, fmt.Errorf("listing SchedulerProfiles: %w", err)
-	}
-	served, err := r.servedNamesIndex(ctx)
+	served, err := r.servedNamesOf(ctx, []string{obs.schedulerName})
 	if err != nil {
 		return obs, err
 	}
-	if obs.conflictWith, obs.conflictServed = nameOwner(p, list.Items, obs.schedulerName, served); obs.conflictWith != "" {
+	claimants, err := r.claimantsOf(ctx, obs.schedulerName, served)
+	if err != nil {
+		return obs, err
+	}
+	if obs.conflictWith, obs.conflictServed = nameOwner(p, claimants, obs.schedulerName, served); obs.conflictWith != "" {
 		return obs, r.stopServing(ctx, proc, obs, served)
 	}
 	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
@@ -305,6 +273,29 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	obs.applied = true
 	return obs, nil
+}
+
+// claimantsOf are the profiles that nameOwner weighs for a scheduler name: those that ask for it
+// and those that serve it (served, which a rename keeps serving until its rollout).
+func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name string, served servedNames) ([]schedulingv1alpha1.SchedulerProfile, error) {
+	var list schedulingv1alpha1.SchedulerProfileList
+	if err := r.client.List(ctx, &list, client.MatchingFields{indexSchedulerName: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
+		return nil, fmt.Errorf("listing the SchedulerProfiles of scheduler name %s: %w", name, err)
+	}
+	for _, server := range served[name] {
+		if slices.ContainsFunc(list.Items, func(p schedulingv1alpha1.SchedulerProfile) bool { return p.Name == server }) {
+			continue
+		}
+		p := schedulingv1alpha1.SchedulerProfile{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: server}, &p); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // gone, its pods not yet: nameOwner counts it as the oldest
+			}
+			return nil, fmt.Errorf("reading SchedulerProfile %s: %w", server, err)
+		}
+		list.Items = append(list.Items, p)
+	}
+	return list.Items, nil
 }
 
 // reconcileMember observes a profile of a shared Scheduler: the Scheduler's reconciler runs the

@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,31 +117,44 @@ const maxConfigNames = 8192
 // with replicas and the scheduler pods of the operator's namespace, and the configurations they
 // mount. A Scheduler's names are attributed to its members by its status.
 func (r *processObjects) servedNamesIndex(ctx context.Context) (servedNames, error) {
+	return r.servedNamesOf(ctx, nil)
+}
+
+// schedulerMount is the configuration that a scheduler Deployment or pod mounts, with its labels.
+type schedulerMount struct {
+	labels    map[string]string
+	configMap string
+}
+
+// servedNamesOf is servedNamesIndex for the scheduler names in names, or for every name when
+// names is nil: through the cache's indexes, it reads only the ConfigMaps that hold one of them
+// and the Deployments and pods that mount those, so that its cost does not grow with the number
+// of schedulers. The index it returns may hold other names, which only the mounts read serve.
+func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (servedNames, error) {
 	reader := r.client
-	ns := r.settings.namespace
-	selector := client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}
-	// Only read: the cache's own objects spare a copy of every Deployment and pod per pass.
-	var deployments appsv1.DeploymentList
-	if err := reader.List(ctx, &deployments, client.InNamespace(ns), selector, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing scheduler Deployments: %w", err)
-	}
-	var pods corev1.PodList
-	if err := reader.List(ctx, &pods, client.InNamespace(ns), selector, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing scheduler pods: %w", err)
-	}
-	type mount struct {
-		labels    map[string]string
-		configMap string
-	}
-	var mounts []mount
-	for _, d := range deployments.Items {
-		if replicas(d.Spec.Replicas) > 0 {
-			mounts = append(mounts, mount{d.Labels, configMapOf(&d.Spec.Template.Spec)})
+	var mounts []schedulerMount
+	if names == nil {
+		var err error
+		if mounts, err = r.mountsOf(ctx, nil); err != nil {
+			return nil, err
 		}
 	}
-	for _, p := range pods.Items {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			mounts = append(mounts, mount{p.Labels, configMapOf(&p.Spec)})
+	seen := map[string]bool{}
+	for _, name := range names {
+		var cms corev1.ConfigMapList
+		if err := reader.List(ctx, &cms, client.InNamespace(r.settings.namespace), client.MatchingFields{indexSchedulerNames: name},
+			client.UnsafeDisableDeepCopy); err != nil { // only read
+			return nil, fmt.Errorf("listing the configurations of scheduler name %s: %w", name, err)
+		}
+		for i := range cms.Items {
+			if cm := cms.Items[i].Name; !seen[cm] {
+				seen[cm] = true
+				m, err := r.mountsOf(ctx, client.MatchingFields{indexMounts: cm})
+				if err != nil {
+					return nil, err
+				}
+				mounts = append(mounts, m...)
+			}
 		}
 	}
 	index := servedNames{}
@@ -177,6 +189,36 @@ func (r *processObjects) servedNamesIndex(ctx context.Context) (servedNames, err
 		}
 	}
 	return index, nil
+}
+
+// mountsOf reads the configurations mounted by the scheduler Deployments with replicas and the
+// scheduler pods of the operator's namespace that match (all of them for nil).
+func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) ([]schedulerMount, error) {
+	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
+		client.UnsafeDisableDeepCopy} // only read: the cache's own objects spare a copy of every Deployment and pod per pass
+	if match != nil {
+		opts = append(opts, match)
+	}
+	var deployments appsv1.DeploymentList
+	if err := r.client.List(ctx, &deployments, opts...); err != nil {
+		return nil, fmt.Errorf("listing scheduler Deployments: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, opts...); err != nil {
+		return nil, fmt.Errorf("listing scheduler pods: %w", err)
+	}
+	var mounts []schedulerMount
+	for i := range deployments.Items {
+		if d := &deployments.Items[i]; replicas(d.Spec.Replicas) > 0 {
+			mounts = append(mounts, schedulerMount{d.Labels, configMapOf(&d.Spec.Template.Spec)})
+		}
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			mounts = append(mounts, schedulerMount{p.Labels, configMapOf(&p.Spec)})
+		}
+	}
+	return mounts, nil
 }
 
 // servedMembers maps the scheduler names a Scheduler serves to its member profiles, from its status.
@@ -269,18 +311,13 @@ func enqueueWaitingForNames(c client.Reader, request func(*schedulingv1alpha1.Sc
 			return nil
 		}
 		var list schedulingv1alpha1.SchedulerProfileList
-		if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.List(ctx, &list, client.MatchingFields{indexWaitingForName: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 			log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
 			return nil
 		}
 		var reqs []reconcile.Request
 		for i := range list.Items {
-			p := &list.Items[i]
-			c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
-			if c == nil || c.Reason != schedulingv1alpha1.ReasonSchedulerNameConflict {
-				continue
-			}
-			if name, ok := request(p); ok && !slices.ContainsFunc(reqs, func(r reconcile.Request) bool { return r.Name == name }) {
+			if name, ok := request(&list.Items[i]); ok && !slices.ContainsFunc(reqs, func(r reconcile.Request) bool { return r.Name == name }) {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
 			}
 		}

@@ -2,12 +2,15 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,4 +161,63 @@ func TestServedNamesIndex(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("served names (-want +got):\n%s", diff)
 	}
+	// Asked for one name, the index reads only what concerns it, and says the same of it.
+	for _, name := range []string{"a", "a-old", "b", "c", "sx", "sy", "nobody"} {
+		got, err := r.servedNamesOf(context.Background(), []string{name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want[name], got[name]); diff != "" {
+			t.Errorf("servers of %q (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestServedNamesOfReadsOnlyItsName: the objects that servedNamesOf reads for one scheduler name
+// are the same with 5 other dedicated schedulers or with 50: a pass's cost does not grow with
+// the number of profiles.
+func TestServedNamesOfReadsOnlyItsName(t *testing.T) {
+	read := func(others int) int {
+		objs := []client.Object{}
+		for i := range others + 1 {
+			name := fmt.Sprintf("p%d", i)
+			p := testutil.MakeProfile(name).Obj()
+			proc := dedicated(p)
+			cfg := testConfig(t, p)
+			cm := typed[corev1.ConfigMap](t, buildConfigMap(proc, testSettings, cfg))
+			d := typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg))
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name + "-pod", Labels: d.Spec.Template.Labels},
+				Spec: d.Spec.Template.Spec}
+			objs = append(objs, p, cm, d, pod)
+		}
+		r := fakeObjects(objs...)
+		counting := &countingReads{Client: r.client}
+		r.client = counting
+		got, err := r.servedNamesOf(context.Background(), []string{"p0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"p0"}; !slices.Equal(got["p0"], want) {
+			t.Errorf("With %d others: servers of p0 %v, want %v", others, got["p0"], want)
+		}
+		return counting.objects
+	}
+	few, many := read(5), read(50)
+	if few != many || few == 0 {
+		t.Errorf("Objects read for one scheduler name: %d with 5 other schedulers, %d with 50; want the same, and some", few, many)
+	}
+}
+
+// countingReads counts the objects that the lists of a client return.
+type countingReads struct {
+	client.Client
+	objects int
+}
+
+func (c *countingReads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	c.objects += meta.LenList(list)
+	return nil
 }

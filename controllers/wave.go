@@ -141,11 +141,11 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 // none being deleted.
 func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[string]bool, error) {
 	var profiles schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &profiles); err != nil {
+	if err := r.client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
 	var schedulers schedulingv1alpha1.SchedulerList
-	if err := r.client.List(ctx, &schedulers); err != nil {
+	if err := r.client.List(ctx, &schedulers, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return nil, fmt.Errorf("listing Schedulers: %w", err)
 	}
 	out := map[string]map[string]bool{LabelProfile: {}, LabelScheduler: {}}
@@ -162,7 +162,12 @@ func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[strin
 // upgraded tells whether a scheduler Deployment has what the operator gives every template: its
 // scheduler image and a prefixed lease. One that has not is in the upgrade wave.
 func (r *processObjects) upgraded(d *appsv1.Deployment) bool {
-	return schedulerImageOf(d) == r.settings.image && leased(d.Spec.Template.Annotations)
+	return upgradedTo(r.settings.image, d)
+}
+
+// upgradedTo tells whether a scheduler Deployment has the scheduler image and a prefixed lease.
+func upgradedTo(image string, d *appsv1.Deployment) bool {
+	return schedulerImageOf(d) == image && leased(d.Spec.Template.Annotations)
 }
 
 // keepLease is the process and configuration of a pass that the step holds on the legacy lease:
@@ -238,15 +243,13 @@ func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventH
 		}
 		var list appsv1.DeploymentList
 		if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace), client.HasLabels{ownerLabel},
-			client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {
+			client.MatchingFields{indexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 			log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
 			return nil
 		}
-		var reqs []reconcile.Request
+		reqs := make([]reconcile.Request, 0, len(list.Items))
 		for i := range list.Items {
-			if d := &list.Items[i]; !r.upgraded(d) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: d.Labels[ownerLabel]}})
-			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Labels[ownerLabel]}})
 		}
 		return reqs
 	})

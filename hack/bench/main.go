@@ -71,6 +71,8 @@ type options struct {
 	webhooks      string
 	reviews       int
 	cpuProfile    string
+	// operatorCPUProfile is where operator writes a CPU profile of the settling of its profiles.
+	operatorCPUProfile string
 }
 
 // benchmark is one of the benchmarks: it returns the rows it adds to the table.
@@ -120,6 +122,7 @@ func main() {
 	flag.StringVar(&o.webhooks, "webhooks", "config/webhook/manifests.yaml", "the operator's webhook configurations, which shared installs")
 	flag.IntVar(&o.sharedChild, "shared-child-members", 0, "internal: run the shared benchmark for this many members in this process")
 	flag.StringVar(&o.cpuProfile, "shared-cpuprofile", "", "shared: write CPU profiles of a member's change and of the reviews to <this>-change.pprof and <this>-review.pprof")
+	flag.StringVar(&o.operatorCPUProfile, "operator-cpuprofile", "", "operator: write a CPU profile of the settling of the profiles to <this>-settle.pprof")
 	flag.StringVar(&o.childOut, "child-out", "", "internal: where a child process writes its result")
 	flag.Parse()
 	// profile.Validate builds the scheduler framework, which logs every plugin it configures, and

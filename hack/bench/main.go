@@ -108,7 +108,7 @@ func main() {
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 5000, "client qps and burst of the schedulers in throughput, so that the client-side rate limit does not set the pace")
 	flag.IntVar(&o.ceilingWorkers, "ceiling-workers", 16, "Bindings in flight at once in the apiserver-ceiling client (kube-scheduler's default parallelism)")
 	flag.StringVar(&o.schedulerArgs, "scheduler-args", "", "more flags for the schedulers of throughput, space-separated (to profile them: --authorization-always-allow-paths=/debug/pprof/*)")
-	flag.IntVar(&o.operatorProfiles, "operator-profiles", 500, "SchedulerProfiles that operator creates at once")
+	flag.IntVar(&o.operatorProfiles, "operator-profiles", 1000, "SchedulerProfiles that operator creates at once")
 	flag.IntVar(&o.memoryProfiles, "memory-profiles", 20, "profiles of the shared scheduler, and number of dedicated schedulers, in memory")
 	flag.IntVar(&o.memoryPods, "memory-pods", 5000, "pods bound to the nodes before the schedulers of memory start")
 	flag.IntVar(&o.validateCalls, "validate-calls", 100, "calls of Validate per golden profile and round")

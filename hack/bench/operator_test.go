@@ -4,27 +4,56 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
 )
 
-// TestOperatorRowsSummarizeRounds: each figure is the median of the rounds, and the resync goal
-// holds only if no round wrote.
+// TestOperatorRowsSummarizeRounds: each figure is the median of the rounds, the settle goal is
+// set for 1000 profiles, and the resync goal holds only if no round wrote.
 func TestOperatorRowsSummarizeRounds(t *testing.T) {
-	round := func(settle time.Duration, writes int, sample ...string) operatorResult {
-		return operatorResult{Profiles: 500, Settle: settle, Reconciles: 500, PeakRSS: 100 << 20, ResyncWrites: writes, ResyncWriteSample: sample}
+	round := func(profiles int, settle time.Duration, writes int, sample ...string) operatorResult {
+		return operatorResult{Profiles: profiles, Settle: settle, SettleCPU: settle / 2, Reconciles: float64(profiles), PeakRSS: 100 << 20,
+			ResyncWrites: writes, ResyncWriteSample: sample}
 	}
-	rows := operatorRows([]operatorResult{round(20*time.Second, 0), round(25*time.Second, 0), round(50*time.Second, 0)})
-	if got := rows[0].Value; got.Median != 25 || got.Min != 20 || got.Max != 50 || got.N != 3 {
+	rows := operatorRows([]operatorResult{round(500, 20*time.Second, 0), round(500, 25*time.Second, 0), round(500, 50*time.Second, 0)})
+	settle := row(t, rows, "500 profiles created at once")
+	if got := settle.Value; got.Median != 25 || got.Min != 20 || got.Max != 50 || got.N != 3 {
 		t.Errorf("settle = %+v, want median 25 of 20–50 over 3 rounds", got)
 	}
-	if got := rows[1].Value.Median; got != 20 {
+	if strings.Contains(settle.Note, "goal") {
+		t.Errorf("settle note %q of 500 profiles names a goal, which is set for 1000", settle.Note)
+	}
+	if got := row(t, rows, "  CPU of the operator").Value.Median; got != 12.5 {
+		t.Errorf("CPU = %v s, want 12.5 (the median round's)", got)
+	}
+	if got := row(t, rows, "  reconciles per second").Value.Median; got != 20 {
 		t.Errorf("reconciles per second = %v, want 20 (500 in 25 s)", got)
 	}
-	if note := rows[3].Note; !strings.HasPrefix(note, "goal 0: met") {
+	if note := row(t, rows, "steady-state resync").Note; !strings.HasPrefix(note, "goal 0: met") {
 		t.Errorf("resync note %q, want the goal met", note)
 	}
 
-	rows = operatorRows([]operatorResult{round(20*time.Second, 0), round(20*time.Second, 2, "PATCH deployments/x", "PATCH services/x")})
-	if note := rows[3].Note; !strings.HasPrefix(note, "goal 0: NOT met; PATCH deployments/x, PATCH services/x") {
+	rows = operatorRows([]operatorResult{round(500, 20*time.Second, 0), round(500, 20*time.Second, 2, "PATCH deployments/x", "PATCH services/x")})
+	if note := row(t, rows, "steady-state resync").Note; !strings.HasPrefix(note, "goal 0: NOT met; PATCH deployments/x, PATCH services/x") {
 		t.Errorf("resync note %q, want the goal not met, naming the writes", note)
 	}
+
+	for settle, want := range map[time.Duration]string{19 * time.Second: "goal < 20 s: met", 21 * time.Second: "goal < 20 s: NOT met"} {
+		rows = operatorRows([]operatorResult{round(1000, settle, 0)})
+		if note := row(t, rows, "1000 profiles created at once").Note; !strings.HasPrefix(note, want) {
+			t.Errorf("settle note of 1000 profiles in %s: %q, want %q", settle, note, want)
+		}
+	}
+}
+
+// row is the row of rows whose measure starts with prefix.
+func row(t *testing.T, rows []stats.Row, prefix string) stats.Row {
+	t.Helper()
+	for _, r := range rows {
+		if strings.HasPrefix(r.Measure, prefix) {
+			return r
+		}
+	}
+	t.Fatalf("no row %q in %+v", prefix, rows)
+	return stats.Row{}
 }

@@ -71,12 +71,12 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}{runs, len(r.Moved), len(r.Runs[0].Pods)})
 }
 
-// shade is the background of a node's cell: from white (nothing requested) to a full blue
-// (all of its CPU), and red beyond.
+// shade is the background of a node's cell: from white (nothing requested) to a blue (all of
+// its CPU) still light enough for the page's text (a contrast of 5.6), and red beyond.
 func shade(cpu float64) template.CSS {
 	if cpu > 100 {
 		return "background:#e06666"
 	}
-	l := 97 - int(cpu*0.45)
+	l := 97 - int(cpu*0.35)
 	return template.CSS(fmt.Sprintf("background:hsl(210,70%%,%d%%)", l))
 }

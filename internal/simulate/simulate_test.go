@@ -180,7 +180,7 @@ func TestWriteHTML(t *testing.T) {
 	if got := strings.Count(page, `<div class="node"`); got != 6 {
 		t.Errorf("%d node cells, want 3 per profile", got)
 	}
-	for _, want := range []string{"background:hsl(210,70%,75%)", `class="pod moved">default/web<`, "0/3 nodes are available: 3 Insufficient cpu.", "1 of 2 pods move"} {
+	for _, want := range []string{"background:hsl(210,70%,80%)", `class="pod moved">default/web<`, "0/3 nodes are available: 3 Insufficient cpu.", "1 of 2 pods move"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page does not contain %q", want)
 		}

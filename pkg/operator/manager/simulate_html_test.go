@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,11 +32,11 @@ const viewportWidth, viewportHeight = 1280, 1024
 
 // htmlCell is what the page's DOM says of one node's cell, as htmlGridsJS returns it.
 type htmlCell struct {
-	Name, Zone, Background string
-	X, Y, Width, Height    float64
-	Pods                   []struct {
-		Name, Marker string
-		Moved        bool
+	Name, Zone, Background, Color string
+	X, Y, Width, Height           float64
+	Pods                          []struct {
+		Name, Marker, Color, Background string
+		Moved                           bool
 	}
 }
 
@@ -55,11 +56,14 @@ const htmlGridsJS = `[...document.querySelectorAll("section.run")].map(run => ({
 			Name: cell.querySelector("b").textContent,
 			Zone: cell.closest(".zone").querySelector("h3").textContent,
 			Background: getComputedStyle(cell).backgroundColor,
+			Color: getComputedStyle(cell).color,
 			X: r.left, Y: r.top, Width: r.width, Height: r.height,
 			Pods: [...cell.querySelectorAll(".pod")].map(p => ({
 				Name: p.textContent,
 				Moved: p.classList.contains("moved"),
 				Marker: getComputedStyle(p, "::after").content,
+				Color: getComputedStyle(p).color,
+				Background: getComputedStyle(p).backgroundColor,
 			})),
 		};
 	}),
@@ -129,6 +133,7 @@ func TestSimulateHTMLInChromium(t *testing.T) {
 		t.Fatalf("the screenshot is not a PNG: %v", err)
 	}
 	checkShading(t, img, grids, report)
+	checkContrast(t, grids)
 }
 
 // checkGrids wants a grid per profile, in the report's order, with one cell per node of the
@@ -218,6 +223,47 @@ func checkShading(t *testing.T, img image.Image, grids []htmlGrid, report simula
 			}
 		}
 	}
+}
+
+// checkContrast wants every text of the cells, the node's and each pod's, readable on what is
+// behind it: a contrast ratio of at least 4.5 (WCAG AA for normal text). A pod's label without a
+// background of its own shows the cell's.
+func checkContrast(t *testing.T, grids []htmlGrid) {
+	t.Helper()
+	for _, g := range grids {
+		for _, c := range g.Cells {
+			if r := contrast(c.Color, c.Background); r < 4.5 {
+				t.Errorf("%s: the text of the cell of %s (%s on %s) has a contrast of %.2f, want at least 4.5", g.Profile, c.Name, c.Color, c.Background, r)
+			}
+			for _, p := range c.Pods {
+				behind := p.Background
+				if strings.HasSuffix(behind, ", 0)") { // transparent
+					behind = c.Background
+				}
+				if r := contrast(p.Color, behind); r < 4.5 {
+					t.Errorf("%s: pod %s on %s (%s on %s) has a contrast of %.2f, want at least 4.5", g.Profile, p.Name, c.Name, p.Color, behind, r)
+				}
+			}
+		}
+	}
+}
+
+// contrast is the WCAG contrast ratio of two computed "rgb(r, g, b)" colours.
+func contrast(a, b string) float64 {
+	luminance := func(css string) float64 {
+		var rgb [3]float64
+		_, _ = fmt.Sscanf(strings.Replace(css, "rgba", "rgb", 1), "rgb(%f, %f, %f", &rgb[0], &rgb[1], &rgb[2])
+		for i, c := range rgb {
+			if c /= 255; c <= 0.03928 {
+				rgb[i] = c / 12.92
+			} else {
+				rgb[i] = math.Pow((c+0.055)/1.055, 2.4)
+			}
+		}
+		return 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
+	}
+	la, lb := luminance(a), luminance(b)
+	return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 }
 
 // near tells whether two colours differ by at most 2 in each channel (rounding of the colour

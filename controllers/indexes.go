@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -54,6 +55,13 @@ type fieldIndex struct {
 	obj     client.Object
 	field   string
 	extract client.IndexerFunc
+}
+
+// IndexFields adds to a manager's cache the field indexes that the reconcilers and the webhook
+// read through, before the manager starts: SetupManager does, and so does a test that runs a
+// reconciler by hand on the cache of a manager with no controller.
+func IndexFields(mgr ctrl.Manager, o ManagerOptions) error {
+	return indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage)
 }
 
 // indexObjects adds fieldIndexes to the manager's cache.

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -98,7 +97,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if o.ServerVersion != nil {
 		d = withServerVersion(apis, o.ServerVersion)
 	}
-	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage); err != nil {
+	if err := IndexFields(mgr, o); err != nil {
 		return err
 	}
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)

@@ -104,6 +104,8 @@ func start(cfg *rest.Config, o controllers.ManagerOptions, withController bool) 
 		if err := controllers.SetupManager(mgr, o); err != nil {
 			return nil, err
 		}
+	} else if err := controllers.IndexFields(mgr, o); err != nil {
+		return nil, err
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

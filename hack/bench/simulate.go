@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,8 +48,13 @@ func benchSimulate(ctx context.Context, o options) ([]stats.Row, error) {
 	for i := range o.pods {
 		w.Pods = append(w.Pods, cluster.Pod(fmt.Sprintf("sim-%d", i), fmt.Sprintf("app-%d", i%100)))
 	}
-	var seconds, cpu []float64
+	var seconds, cpu, load []float64
 	for round := range o.rounds {
+		l, err := loadAverage()
+		if err != nil {
+			return nil, err
+		}
+		load = append(load, l)
 		before, err := localcluster.CPUTime(os.Getpid())
 		if err != nil {
 			return nil, err
@@ -67,17 +74,20 @@ func benchSimulate(ctx context.Context, o options) ([]stats.Row, error) {
 		}
 		seconds = append(seconds, took.Seconds())
 		cpu = append(cpu, float64((after-before).Microseconds())/1000/float64(o.pods))
-		fmt.Printf("Round %d/%d  simulate %d pods on %d nodes  %6.1f s  %5.2f ms CPU per pod\n", round+1, o.rounds, o.pods, o.nodes, took.Seconds(), cpu[round])
+		fmt.Printf("Round %d/%d  simulate %d pods on %d nodes  %6.1f s  %5.2f ms CPU per pod  (load average %.1f)\n", round+1, o.rounds, o.pods, o.nodes, took.Seconds(), cpu[round], l)
 	}
-	return simulateRows(o, seconds, cpu, throughputCPU), nil
+	return simulateRows(o, seconds, cpu, load, throughputCPU), nil
 }
 
 // simulateRows are the seconds and CPU per pod of the simulations, and the CPU as a ratio to
-// the scheduler's in throughput, round by round, when throughput ran as many rounds.
-func simulateRows(o options, seconds, cpu, schedulerCPU []float64) []stats.Row {
+// the scheduler's in throughput, round by round, when throughput ran as many rounds. The
+// seconds come with the machine's load average at the start of each round: the simulation
+// schedules on one core, so its time is its share of that core.
+func simulateRows(o options, seconds, cpu, load, schedulerCPU []float64) []stats.Row {
 	const name = "simulate"
 	secs := stats.Row{Benchmark: name, Measure: "seconds per run", Value: stats.Summarize(seconds), Unit: "s", Decimals: 1}
-	secs.Note = atMost(secs.Value.Median, goalSimulateSeconds) + fmt.Sprintf("; %d pods on %d nodes, one at a time, in process", o.pods, o.nodes)
+	secs.Note = atMost(secs.Value.Median, goalSimulateSeconds) + "; rounds: " + stats.Format(1, seconds) +
+		"; load average (1 min) at their start: " + stats.Format(1, load) + fmt.Sprintf("; %d pods on %d nodes, one at a time, in process", o.pods, o.nodes)
 	rows := []stats.Row{
 		secs,
 		{Benchmark: name, Measure: "CPU per pod", Value: stats.Summarize(cpu), Unit: "ms", Decimals: 2, Note: "user+system CPU of this process over the run / pods"},
@@ -89,6 +99,19 @@ func simulateRows(o options, seconds, cpu, schedulerCPU []float64) []stats.Row {
 	row := stats.Row{Benchmark: name, Measure: "  / scheduler's CPU per pod", Value: stats.Summarize(r), Decimals: 2}
 	row.Note = atMost(row.Value.Median, goalSimulateCPU) + "; ratio to throughput's ours plugins; rounds: " + stats.Format(2, r)
 	return append(rows, row)
+}
+
+// loadAverage is the machine's load average over the last minute.
+func loadAverage() (float64, error) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("/proc/loadavg is empty")
+	}
+	return strconv.ParseFloat(fields[0], 64)
 }
 
 func boundCount(results []simulate.PodResult) int {

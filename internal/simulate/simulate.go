@@ -3,9 +3,14 @@
 //
 // The scheduler is built by profile.NewSchedulerOn, the code that validation builds it with (our
 // registry, the profile's args and feature gates), on a fake clientset that holds the snapshot.
-// Pods are created one at a time in the order of the profile's queue sort, and each is scheduled
-// by the scheduler's own ScheduleOne before the next is created; a binding is written into the
-// fake clientset, so that the scheduler's informers and cache see it as they would a real one.
+// Pods are created one at a time in the order of the profile's queue sort, and the scheduler's own
+// ScheduleOne takes them from its queue. A pod is created once the scheduler has taken the one
+// before it, so that the queue hands them out in the workload's order while the scheduler's cycle
+// of one pod overlaps the creation of the next, and its binding the cycle of the next, as in a
+// cluster: each cycle sees every earlier pod in the scheduler's cache, assumed or bound. The pods
+// of a PodGroup are created together, and the pods after them only once the scheduler has bound
+// or refused all of them. A binding is written into the fake clientset, so that the scheduler's
+// informers and cache see it as they would a real one.
 //
 // Upstream breaks ties between nodes of equal score by the order in which Filter found them
 // (a Randomizer is drawn only for extenders' scores), and Filter runs on several goroutines, so
@@ -22,6 +27,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,10 +43,6 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
-
-// podTimeout is how long one pod may take to be bound or refused. A pod that a PreEnqueue
-// plugin holds back never reaches the queue, and is reported so after it.
-const podTimeout = 10 * time.Second
 
 // Profile is a scheduler configuration to simulate.
 type Profile struct {
@@ -77,6 +79,10 @@ func Run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload) (
 func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload) ([]PodResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The scheduler's logs are not the simulation's output. A logger without a sink turns each
+	// of the scheduler's log calls, several per node and pod, into a nil check, where klog's
+	// would check its verbosity and name a logger per Filter call.
+	ctx = klog.NewContext(ctx, logr.Discard())
 	cfg, err := profile.DecodeConfig(p.Config)
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
@@ -94,27 +100,29 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload) (
 			s.sched.ScheduleOne(ctx)
 		}
 	}()
-	results := make([]PodResult, 0, len(pods))
-	for _, batch := range batches(pods) {
-		r, err := s.schedule(ctx, batch)
-		if err != nil {
-			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-		}
-		results = append(results, r...)
+	results, err := s.scheduleAll(ctx, batches(pods))
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	return results, nil
 }
 
-// batches are the pods to create together: one pod, or all the pods of the workload that join
-// one PodGroup, where the first of them is in the queue order. A gang's pods wait in the queue
+// batch is pods to create together: one pod, or all the pods of the workload that join one
+// PodGroup, where the first of them is in the queue order. A gang's pods wait in the queue
 // (PreEnqueue) until enough of them exist, and the scheduler then binds them all or none.
-func batches(pods []*corev1.Pod) [][]*corev1.Pod {
-	var out [][]*corev1.Pod
+type batch struct {
+	pods  []*corev1.Pod
+	group bool
+}
+
+// batches splits the pods, in queue order, into batches.
+func batches(pods []*corev1.Pod) []batch {
+	var out []batch
 	group := map[string]int{}
 	for _, pod := range pods {
 		g := pod.Spec.SchedulingGroup
 		if g == nil || g.PodGroupName == nil {
-			out = append(out, []*corev1.Pod{pod})
+			out = append(out, batch{pods: []*corev1.Pod{pod}})
 			continue
 		}
 		key := pod.Namespace + "/" + *g.PodGroupName
@@ -122,19 +130,19 @@ func batches(pods []*corev1.Pod) [][]*corev1.Pod {
 		if !ok {
 			i = len(out)
 			group[key] = i
-			out = append(out, nil)
+			out = append(out, batch{group: true})
 		}
-		out[i] = append(out[i], pod)
+		out[i].pods = append(out[i].pods, pod)
 	}
 	return out
 }
 
-// simulation is one scheduler on a fake clientset, with the outcome of each pod's cycle.
+// simulation is one scheduler on a fake clientset, with what it has done with each pod.
 type simulation struct {
 	client    *fake.Clientset
 	sched     *profile.FakeScheduler
 	names     []string
-	outcomes  chan PodResult
+	progress  *progress
 	firstName string
 }
 
@@ -147,7 +155,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	cfg.Extenders = nil
 	// The clientset without field management: NewClientset's tracker builds a REST mapper on
 	// every request, which took half the CPU of a simulation.
-	s := &simulation{client: fake.NewSimpleClientset(objs...), outcomes: make(chan PodResult, 1)}
+	s := &simulation{client: fake.NewSimpleClientset(objs...), progress: newProgress()}
 	for _, prof := range cfg.Profiles {
 		s.names = append(s.names, prof.SchedulerName)
 	}
@@ -159,6 +167,19 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	}
 	s.sched = sched
 	sched.FailureHandler = s.failed
+	next := sched.NextEntity
+	sched.NextEntity = func(logger klog.Logger) (framework.QueuedEntityInfo, error) {
+		entity, err := next(logger)
+		if entity != nil {
+			entity.ForEachPodInfo(func(info *framework.QueuedPodInfo) bool {
+				if info.Pod != nil {
+					s.progress.take(podKey(info.Pod))
+				}
+				return true
+			})
+		}
+		return entity, err
+	}
 	if err := sched.StartInformers(ctx); err != nil {
 		return nil, err
 	}
@@ -183,18 +204,19 @@ func (s *simulation) bind(action clienttesting.Action) (bool, runtime.Object, er
 	if err != nil {
 		return true, nil, err
 	}
-	pod := obj.(*corev1.Pod).DeepCopy()
+	// Get returned a copy of its own.
+	pod := obj.(*corev1.Pod)
 	pod.Spec.NodeName = binding.Target.Name
 	if err := s.client.Tracker().Update(gvr, pod, pod.Namespace); err != nil {
 		return true, nil, err
 	}
-	s.outcomes <- PodResult{Pod: binding.Namespace + "/" + binding.Name, SchedulerName: pod.Spec.SchedulerName, Node: binding.Target.Name}
+	s.progress.decide(PodResult{Pod: binding.Namespace + "/" + binding.Name, SchedulerName: pod.Spec.SchedulerName, Node: binding.Target.Name})
 	return true, binding, nil
 }
 
 // failed records a pod the scheduler did not bind, with its message, instead of putting the pod
 // back into the queue: each pod is tried once, in order.
-func (s *simulation) failed(ctx context.Context, _ framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, _ *fwk.NominatingInfo, _ time.Time) {
+func (s *simulation) failed(_ context.Context, _ framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, _ *fwk.NominatingInfo, _ time.Time) {
 	pod := podInfo.Pod
 	s.sched.SchedulingQueue.Done(pod.UID)
 	reason := status.Message()
@@ -202,55 +224,61 @@ func (s *simulation) failed(ctx context.Context, _ framework.Framework, podInfo 
 	if err := status.AsError(); errors.As(err, &fitErr) {
 		reason = fitErr.Error()
 	}
-	select {
-	case s.outcomes <- PodResult{Pod: pod.Namespace + "/" + pod.Name, SchedulerName: pod.Spec.SchedulerName, Reason: reason}:
-	case <-ctx.Done():
-	}
+	s.progress.decide(PodResult{Pod: pod.Namespace + "/" + pod.Name, SchedulerName: pod.Spec.SchedulerName, Reason: reason})
 }
 
-// schedule creates the pods of a batch and waits for the scheduler to bind or refuse each.
-func (s *simulation) schedule(ctx context.Context, batch []*corev1.Pod) ([]PodResult, error) {
-	results := make(map[string]PodResult, len(batch))
-	waiting := 0
-	for _, pod := range batch {
-		key := podKey(pod)
-		if len(pod.Spec.SchedulingGates) > 0 {
-			results[key] = PodResult{Pod: key, SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod has scheduling gates (%s)", pod.Spec.SchedulingGates[0].Name)}
-			continue
+// scheduleAll creates the pods of each batch in turn and returns where the scheduler put each
+// pod, in the order of the batches. The next batch is created once the scheduler has taken every
+// pod of a batch from its queue, or, for a PodGroup, once it has bound or refused them all.
+func (s *simulation) scheduleAll(ctx context.Context, batches []batch) ([]PodResult, error) {
+	var created []string
+	for _, b := range batches {
+		keys, err := s.create(b.pods)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := s.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("creating pod %s: %w", key, err)
+		created = append(created, keys...)
+		until, reason := s.progress.isTaken, notTaken
+		if b.group {
+			until, reason = s.progress.isDecided, notDecided
 		}
-		waiting++
-	}
-	timer := time.NewTimer(podTimeout)
-	defer timer.Stop()
-	for ; waiting > 0; waiting-- {
-		select {
-		case r := <-s.outcomes:
-			if _, ok := results[r.Pod]; ok || !inBatch(batch, r.Pod) {
-				return nil, fmt.Errorf("the scheduler scheduled %s while it was not expected", r.Pod)
-			}
-			results[r.Pod] = r
-		case <-timer.C:
-			waiting = 0
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := s.progress.wait(ctx, keys, until, reason); err != nil {
+			return nil, err
 		}
 	}
-	out := make([]PodResult, 0, len(batch))
-	for _, pod := range batch {
-		r, ok := results[podKey(pod)]
-		if !ok {
-			r = PodResult{Pod: podKey(pod), SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod did not reach the scheduling queue in %s (a PreEnqueue plugin holds it back, e.g. a gang with fewer pods than its minCount)", podTimeout)}
+	if err := s.progress.wait(ctx, created, s.progress.isDecided, notDecided); err != nil {
+		return nil, err
+	}
+	var out []PodResult
+	for _, b := range batches {
+		for _, pod := range b.pods {
+			out = append(out, s.progress.result(pod))
 		}
-		out = append(out, r)
 	}
 	return out, nil
 }
 
-func inBatch(batch []*corev1.Pod, key string) bool {
-	return slices.ContainsFunc(batch, func(p *corev1.Pod) bool { return podKey(p) == key })
+// create writes the pods of a batch into the fake clientset, where the scheduler's informers
+// find them, and returns their keys. A pod with scheduling gates is not created: it is reported
+// so at once.
+func (s *simulation) create(pods []*corev1.Pod) ([]string, error) {
+	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	var keys []string
+	for _, pod := range pods {
+		key := podKey(pod)
+		if len(pod.Spec.SchedulingGates) > 0 {
+			s.progress.give(PodResult{Pod: key, SchedulerName: pod.Spec.SchedulerName, Reason: fmt.Sprintf("the pod has scheduling gates (%s)", pod.Spec.SchedulingGates[0].Name)})
+			continue
+		}
+		// Expected before the scheduler can see it. Into the tracker itself: the clientset
+		// would keep a copy of every request.
+		s.progress.expect(key)
+		if err := s.client.Tracker().Create(gvr, pod, pod.Namespace); err != nil {
+			return nil, fmt.Errorf("creating pod %s: %w", key, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }
 
 // queueOrder prepares the workload's pods (namespace, UID, scheduler name, priority) and sorts

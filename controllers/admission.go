@@ -36,8 +36,16 @@ const lowPercentageOfNodesToScore = 10
 // what it takes from the cluster as it is now (its extenders' Secrets, the APIs of its gates:
 // clusterErrors), which the reconciler checks again on every pass; a missing Scheduler or Secret
 // may be created after the profile and is only a warning.
+//
+// It reads the profiles from the manager's cache, once the cache holds every stored profile at
+// the version the apiserver lists (storedProfiles): a review lists the profiles' metadata from
+// the apiserver, not every spec, and plans the member's Scheduler from the plan the reconcilers
+// remembered, with the member replaced (reviewMember).
 type profileValidator struct {
 	processObjects
+	// stored reads the profiles' metadata from the apiserver, to tell when the cache (the client
+	// of processObjects) has caught up; nil trusts the client as it is (it reads the apiserver).
+	stored client.Reader
 }
 
 var _ admission.Validator[*schedulingv1alpha1.SchedulerProfile] = &profileValidator{}
@@ -66,14 +74,20 @@ func (v *profileValidator) ValidateDelete(context.Context, *schedulingv1alpha1.S
 }
 
 func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (admission.Warnings, error) {
-	var list schedulingv1alpha1.SchedulerProfileList
-	if err := v.client.List(ctx, &list); err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("listing SchedulerProfiles: %w", err))
+	list, err := v.storedProfiles(ctx, p.Name)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
 	}
 	// The profile under review takes the place of its stored version.
-	all := slices.DeleteFunc(list.Items, func(other schedulingv1alpha1.SchedulerProfile) bool { return other.Name == p.Name })
+	all := slices.DeleteFunc(list, func(other schedulingv1alpha1.SchedulerProfile) bool { return other.Name == p.Name })
 	all = append(all, *p)
-	served, err := v.servedNamesIndex(ctx)
+	// A dedicated profile's checks read who serves its own name; a member's plan, every name.
+	var served servedNames
+	if p.Spec.SchedulerRef.Name == "" {
+		served, err = v.servedNamesOf(ctx, []string{profile.SchedulerName(p)})
+	} else {
+		served, err = v.servedNamesIndex(ctx)
+	}
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -89,7 +103,6 @@ func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.S
 		}
 	} else {
 		var more admission.Warnings
-		var err error
 		if errs, more, err = v.checkMemberProfile(ctx, p, all, served); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -114,9 +127,11 @@ func (v *profileValidator) checkDedicatedProfile(p *schedulingv1alpha1.Scheduler
 // checkMemberProfile plans the profile's Scheduler with the profile as it would be stored, as
 // both reconcilers plan it, and refuses what the plan refuses: a name conflict, the member alone
 // (with the Scheduler's extenders and gates), a queue sort unlike the oldest member's, and a
-// member that does not fit. The other members' checks are remembered from the reconcilers'
-// passes, so a review builds one scheduler, of this member alone. A Scheduler that does not exist yet is
-// planned with default settings, and is only a warning.
+// member that does not fit. The Scheduler's plan of the stored profiles is the one the
+// reconcilers remembered, and the member under review takes its place in it (reviewMember), so a
+// review builds one scheduler, of this member alone, and renders no configuration of all the
+// members. A Scheduler that does not exist yet is planned with default settings, and is only a
+// warning.
 func (v *profileValidator) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (field.ErrorList, admission.Warnings, error) {
 	var warnings admission.Warnings
 	ref := p.Spec.SchedulerRef.Name
@@ -134,19 +149,10 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 	if errs := proc.settingsErrors(v.settings); len(errs) > 0 {
 		return nil, append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q is refused for its own settings, so the profile is not served until it is fixed: %v", ref, errs.ToAggregate())), nil
 	}
-	d, err := v.liveDeployment(ctx, proc)
+	m, err := v.reviewMember(ctx, s, proc, p, all, served)
 	if err != nil {
 		return nil, nil, err
 	}
-	running, err := v.runningEntries(ctx, s, proc, d)
-	if err != nil {
-		return nil, nil, err
-	}
-	pl, err := v.planMembers(s, proc, all, running, served, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	m := pl.member(p.Name)
 	switch {
 	case m.conflictWith != "":
 		return field.ErrorList{nameConflict(p, m.schedulerName, m.conflictWith, m.conflictServed)}, warnings, nil

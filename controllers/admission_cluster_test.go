@@ -84,7 +84,7 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				if kind == "SchedulerProfile" {
 					p := testutil.MakeProfile("p").SchedulerSettings(settings).Obj()
 					p.Spec.Extenders = extenders
-					w, err := (&profileValidator{r}).ValidateCreate(t.Context(), p)
+					w, err := (&profileValidator{processObjects: r}).ValidateCreate(t.Context(), p)
 					causes, warnings = testutil.InvalidCauses(t, err), w
 				} else {
 					gates = "spec.featureGates"

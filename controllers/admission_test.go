@@ -122,7 +122,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &profileValidator{fakeObjects(tc.stored...)}
+			v := &profileValidator{processObjects: fakeObjects(tc.stored...)}
 			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -145,7 +145,7 @@ func assertPrefixes(t *testing.T, what string, got, want []string) {
 func TestProfileValidatorUpdate(t *testing.T) {
 	stored := createdAt(testutil.MakeProfile("team").Obj(), 10)
 	youngerClaimant := createdAt(testutil.MakeProfile("younger").SchedulerName("team").Obj(), 1)
-	v := &profileValidator{fakeObjects(stored, youngerClaimant)}
+	v := &profileValidator{processObjects: fakeObjects(stored, youngerClaimant)}
 	ctx := t.Context()
 
 	broken := stored.DeepCopy()
@@ -218,7 +218,7 @@ func TestSchedulerValidator(t *testing.T) {
 func TestValidatorsAllowDelete(t *testing.T) {
 	ctx := context.Background()
 	broken := testutil.MakeProfile("bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
-	if _, err := (&profileValidator{fakeObjects(broken)}).ValidateDelete(ctx, broken); err != nil {
+	if _, err := (&profileValidator{processObjects: fakeObjects(broken)}).ValidateDelete(ctx, broken); err != nil {
 		t.Errorf("Delete of a profile refused: %v", err)
 	}
 	if _, err := (&schedulerValidator{fakeObjects(broken)}).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
@@ -255,7 +255,7 @@ func TestProfileValidatorRenameOntoServedName(t *testing.T) {
 		{name: "claimed but not served: the older profile gets it", stored: []client.Object{old, young}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &profileValidator{fakeObjects(tc.stored...)}
+			v := &profileValidator{processObjects: fakeObjects(tc.stored...)}
 			_, err := v.ValidateUpdate(t.Context(), old, renamed)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 		})

@@ -3,6 +3,8 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -40,6 +42,9 @@ type member struct {
 	// limit is set when the member is valid but does not fit: the Scheduler has its maximum of
 	// members, or the member's entry would push the configuration past its maximum size.
 	limit limitRefusal
+	// aloneBytes is the size of the member's latest spec rendered as a process of its own, which
+	// holds its entry: the admission webhook's bound of what the entry adds to the configuration.
+	aloneBytes int
 }
 
 // limitRefusal is why a valid member does not fit into its Scheduler: reason TooManyMembers or
@@ -272,7 +277,7 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 		return m
 	}
 	c, _ := memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return checkAlone(p, proc, r.settings), nil })
-	m.entry, m.invalid, m.errs = c.entry, c.invalid, c.errs
+	m.entry, m.invalid, m.errs, m.aloneBytes = c.entry, c.invalid, c.errs, c.aloneBytes
 	return m
 }
 
@@ -286,7 +291,7 @@ func checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s setting
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return memberCheck{invalid: errs.ToAggregate().Error(), errs: errs}
 	}
-	return memberCheck{entry: &entry}
+	return memberCheck{entry: &entry, aloneBytes: len(cfg.YAML)}
 }
 
 // renderAlone renders a member as a process of its own with its Scheduler's settings: what
@@ -335,7 +340,16 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	if err != nil || cm == nil {
 		return nil, err
 	}
-	// The ConfigMaps are immutable: one is read once.
+	// The ConfigMaps are immutable: one is read once, and its entries by profile name are
+	// worked out once for the members the Scheduler's status lists. The result is shared: only
+	// read it.
+	var byProfileKey string
+	if cm.UID != "" {
+		byProfileKey = servedEntriesKey(string(cm.UID), s.Status.Profiles)
+		if out, ok := runningByProfile.get(byProfileKey); ok {
+			return out, nil
+		}
+	}
 	bySchedulerName, ok := runningProfiles.get(string(cm.UID))
 	if !ok || cm.UID == "" {
 		if bySchedulerName, err = profile.ProfilesIn([]byte(cm.Data[configFileKey])); err != nil {
@@ -351,7 +365,22 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 			out[served.Name] = &e
 		}
 	}
+	if byProfileKey != "" {
+		runningByProfile.put(byProfileKey, out)
+	}
 	return out, nil
+}
+
+// servedEntriesKey is the key of runningByProfile: the running ConfigMap and the members that
+// the Scheduler's status lists with their scheduler names.
+func servedEntriesKey(configMapUID string, served []schedulingv1alpha1.SchedulerMember) string {
+	b := make([]byte, 0, len(configMapUID)+1+48*len(served))
+	b = append(append(b, configMapUID...), 0)
+	for _, m := range served {
+		b = append(append(append(append(b, m.Name...), 0), m.SchedulerName...), 0)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // processSettings are what a process adds around its profiles in the rendered configuration.

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -93,6 +95,8 @@ type memberCheck struct {
 	entry   *profile.Profile
 	invalid string
 	errs    field.ErrorList
+	// aloneBytes is the size of the member's configuration as a process of its own.
+	aloneBytes int
 }
 
 // The memos of the operator, shared by both reconcilers and the webhook. Their sizes bound
@@ -106,6 +110,12 @@ var (
 	processChecks = newMemo[string](512)
 	// runningProfiles are the entries of running configurations by ConfigMap UID (they are immutable).
 	runningProfiles = newMemo[map[string]profile.Profile](512)
+	// runningByProfile are the running entries by profile name (runningEntries), by
+	// servedEntriesKey: shared, read-only.
+	runningByProfile = newMemo[map[string]*profile.Profile](512)
+	// releasedProcesses are the members, by UID and generation, whose own scheduler was removed
+	// (releaseOwnProcess).
+	releasedProcesses = newMemo[bool](8192)
 	// plans are the plans of Schedulers by planFingerprint.
 	plans = newMemo[*plan](512)
 )
@@ -151,10 +161,14 @@ func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
 	return errors.New(msg)
 }
 
-// queueSortConflictOnce is profile.QueueSortConflict, remembered by both entries and the gates;
-// errors are not remembered.
+// queueSortConflictOnce is profile.QueueSortConflict, remembered by what of both entries decides
+// it (QueueSortFingerprint) and the gates; errors are not remembered.
 func queueSortConflictOnce(first, p profile.Profile, gates map[string]bool) (string, error) {
-	return queueSorts.do(keyOf(first.Fingerprint(), p.Fingerprint(), gates), func() (string, error) {
+	a, b := first.QueueSortFingerprint(), p.QueueSortFingerprint()
+	if a == "" || b == "" {
+		return profile.QueueSortConflict(first, p, gates)
+	}
+	return queueSorts.do(keyOf(a, b, gates), func() (string, error) {
 		return profile.QueueSortConflict(first, p, gates)
 	})
 }
@@ -164,30 +178,59 @@ func queueSortConflictOnce(first, p profile.Profile, gates map[string]bool) (str
 // members, and of every profile what decides its part: its identity, its spec (by generation;
 // an object no apiserver stored has none, and is keyed by its resourceVersion), its age and
 // whether it is being deleted. A profile's status is not read by planning, so a status write
-// does not change the fingerprint.
+// does not change the fingerprint. Every pass of a Scheduler and of each of its members computes
+// it, so it is written into one buffer and hashed once, without a JSON encoding or a formatted
+// string per profile.
 func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *process, st settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) string {
-	h := sha256.New()
-	writeJSON(h, s.Name)
-	writeJSON(h, processKey(proc, st))
-	writeJSON(h, st.memberLimit())
-	writeJSON(h, runningConfig)
-	writeJSON(h, s.Status.Profiles)
-	writeJSON(h, sortedKeys(running))
-	writeJSON(h, served)
-	writeJSON(h, sortedKeys(leaving))
-	// The cache lists in no stable order.
-	parts := make([]string, len(all))
-	for i := range all {
-		p := &all[i]
-		version := fmt.Sprint(p.Generation)
-		if p.Generation == 0 {
-			version = "rv" + p.ResourceVersion
-		}
-		parts[i] = fmt.Sprintf("%s/%s/%s/%d/%t", p.Name, p.UID, version, p.CreationTimestamp.UnixNano(), p.DeletionTimestamp != nil)
+	b := make([]byte, 0, 256+96*len(all)+48*len(s.Status.Profiles))
+	str := func(v string) { b = append(append(b, v...), 0) }
+	str(s.Name)
+	str(processKey(proc, st))
+	b = strconv.AppendInt(b, int64(st.memberLimit()), 10)
+	str("")
+	str(runningConfig)
+	for _, m := range s.Status.Profiles {
+		str(m.Name)
+		str(m.SchedulerName)
 	}
-	slices.Sort(parts)
-	writeJSON(h, parts)
-	return hex.EncodeToString(h.Sum(nil))
+	str("")
+	for _, name := range sortedKeys(running) {
+		str(name)
+	}
+	str("")
+	for _, name := range sortedKeys(served) {
+		str(name)
+		for _, p := range served[name] {
+			str(p)
+		}
+		str("")
+	}
+	str("")
+	for _, name := range sortedKeys(leaving) {
+		str(name)
+	}
+	str("")
+	// The cache lists in no stable order.
+	order := make([]*schedulingv1alpha1.SchedulerProfile, len(all))
+	for i := range all {
+		order[i] = &all[i]
+	}
+	slices.SortFunc(order, func(a, b *schedulingv1alpha1.SchedulerProfile) int { return cmp.Compare(a.Name, b.Name) })
+	for _, p := range order {
+		str(p.Name)
+		str(string(p.UID))
+		if p.Generation == 0 {
+			str("rv" + p.ResourceVersion)
+		} else {
+			b = strconv.AppendInt(b, p.Generation, 10)
+			str("")
+		}
+		b = strconv.AppendInt(b, p.CreationTimestamp.UnixNano(), 10)
+		b = strconv.AppendBool(b, p.DeletionTimestamp != nil)
+		str("")
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 func sortedKeys[V any](m map[string]V) []string {

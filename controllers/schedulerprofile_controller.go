@@ -5,7 +5,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -74,7 +77,7 @@ func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}), LabelProfile).
+	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}, builder.WithPredicates(notMemberStatusWrite)), LabelProfile).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
 		// status-only updates cannot.
@@ -92,20 +95,19 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// otherProfiles enqueues, for a profile's create, delete or spec change, the other profiles whose
-// outcome it can change: those that ask for the same scheduler name (a name conflict starts or
-// ends) and the other members of its Scheduler (the oldest member's queue sort, the member limit
-// and the size of the configuration are shared). An update maps its old object too, so the
-// name and the Scheduler a profile left are covered.
+// otherProfiles enqueues, for a profile's create, delete or spec change, the other profiles that
+// ask for the same scheduler name: a name conflict starts or ends. An update maps its old object
+// too, so the name a profile left is covered. The other members of its Scheduler are not
+// enqueued here: what one member's change does to the others (the oldest member's queue sort,
+// the member limit, the size of the configuration) changes the Scheduler's configuration or its
+// Degraded condition, and the Scheduler's status write enqueues its members (membersOf), once,
+// rather than every member once for the change and once more for the rollout.
 func (r *SchedulerProfileReconciler) otherProfiles(ctx context.Context, obj client.Object) []reconcile.Request {
 	p, ok := obj.(*schedulingv1alpha1.SchedulerProfile)
 	if !ok {
 		return nil
 	}
 	reqs := r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerName: profile.SchedulerName(p)})
-	if ref := p.Spec.SchedulerRef.Name; ref != "" {
-		reqs = append(reqs, r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerRef: ref})...)
-	}
 	return slices.DeleteFunc(reqs, func(req reconcile.Request) bool { return req.Name == p.Name })
 }
 
@@ -114,14 +116,36 @@ func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.O
 	return r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerRef: obj.GetName()})
 }
 
-// membersOfDeployment enqueues the profiles of the Scheduler that a Deployment runs.
+// membersOfDeployment enqueues the profiles of the Scheduler that a Deployment runs, when the
+// Scheduler is gone or being deleted. Otherwise the Scheduler's own pass follows its Deployment,
+// and its status says what the members' statuses take from the Deployment (availability,
+// progress, the configuration that runs): the write of that status enqueues them (membersOf),
+// so that a Deployment's event does not pass every member twice.
 func (r *SchedulerProfileReconciler) membersOfDeployment(ctx context.Context, obj client.Object) []reconcile.Request {
 	name, ok := obj.GetLabels()[LabelScheduler]
 	if !ok {
 		return nil
 	}
+	s := &schedulingv1alpha1.Scheduler{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: name}, s); err == nil && s.DeletionTimestamp == nil {
+		return nil
+	}
 	return r.membersOf(ctx, &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
+
+// notMemberStatusWrite drops the update events of a Scheduler's member that leave its spec,
+// labels, annotations and deletion as they are: the member's own status writes, which would
+// each pass it once more for nothing. Its status is computed from its spec and its Scheduler,
+// whose events enqueue it.
+var notMemberStatusWrite = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, ok := e.ObjectOld.(*schedulingv1alpha1.SchedulerProfile)
+	p, okNew := e.ObjectNew.(*schedulingv1alpha1.SchedulerProfile)
+	if !ok || !okNew || old.Spec.SchedulerRef.Name == "" || p.Spec.SchedulerRef.Name == "" {
+		return true
+	}
+	return old.Generation != p.Generation || (old.DeletionTimestamp == nil) != (p.DeletionTimestamp == nil) ||
+		!maps.Equal(old.Labels, p.Labels) || !maps.Equal(old.Annotations, p.Annotations)
+}}
 
 // profileRequests are the requests of the profiles that opts list (a field of the cache's index)
 // and match accepts; a nil match accepts every one.
@@ -365,7 +389,28 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	// Scheduler runs the configuration that contains the profile. An available replica of the
 	// old revision does not serve it, and a new revision that fails is rolled back.
 	if obs.applied && deploymentAvailable(obs.deployment) {
-		return r.removeProcess(ctx, dedicatedProcess(p, obs.schedulerName))
+		return r.releaseOwnProcess(ctx, p, obs.schedulerName)
+	}
+	return nil
+}
+
+// releaseOwnProcess removes the scheduler a member may have run on its own. It is done once per
+// generation of the member: a member's own scheduler is only applied by a pass of a generation
+// without a schedulerRef, so once the removal found nothing left, the next passes of the same
+// generation (one per rollout of its Scheduler) need not read its nine objects again.
+func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, schedulerName string) error {
+	key := string(p.UID) + "/" + strconv.FormatInt(p.Generation, 10)
+	if p.UID == "" {
+		key = ""
+	}
+	if _, done := releasedProcesses.get(key); done && key != "" {
+		return nil
+	}
+	if err := r.removeProcess(ctx, dedicatedProcess(p, schedulerName)); err != nil {
+		return err
+	}
+	if key != "" {
+		releasedProcesses.put(key, true)
 	}
 	return nil
 }

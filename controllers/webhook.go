@@ -69,8 +69,10 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := mgr.AddReadyzCheck("webhook", ready.check); err != nil {
 		return fmt.Errorf("adding the webhook's readiness check: %w", err)
 	}
-	// The webhook reads what is stored rather than the cache, which can lag: a profile created a
-	// moment ago must count in the next one's name and queue-sort checks.
+	// A Scheduler's review reads what is stored rather than the cache, which can lag. A profile's
+	// review reads the cache once it has caught up with what is stored (storedProfiles): a
+	// profile created a moment ago counts in the next one's name and queue-sort checks, and a
+	// review does not decode every profile of the cluster.
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("creating the webhook's client: %w", err)
@@ -81,8 +83,10 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("creating the webhook's discovery client: %w", err)
 	}
 	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, maxMembers: o.MaxMembersPerScheduler}, apis: newServedAPIs(apis)}
+	cached := objects
+	cached.client = mgr.GetClient()
 	register := func() error {
-		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(&profileValidator{objects}).Complete(); err != nil {
+		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(&profileValidator{processObjects: cached, stored: direct}).Complete(); err != nil {
 			return fmt.Errorf("setting up the SchedulerProfile webhook: %w", err)
 		}
 		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.Scheduler{}).WithValidator(&schedulerValidator{objects}).Complete(); err != nil {

@@ -328,6 +328,22 @@ func convertExtender(in v1alpha1.Extender, caSecrets sets.Set[string]) configv1.
 	return out
 }
 
+// QueueSortFingerprint identifies what of the entry decides whether it sorts the queue like
+// another entry (QueueSortConflict): its plugins and their args, not its scheduler name or its
+// percentage of nodes to score. The operator keys the outcome of a pair on it, so that a change
+// of the oldest member's other settings does not compare every member with it again.
+func (p Profile) QueueSortFingerprint() string {
+	data, err := json.Marshal(struct {
+		Plugins      *renderedPlugins        `json:"plugins,omitempty"`
+		PluginConfig []configv1.PluginConfig `json:"pluginConfig,omitempty"`
+	}{p.entry.Plugins, p.entry.PluginConfig})
+	if err != nil {
+		return "" // an entry that does not marshal is never remembered
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // Fingerprint identifies the entry by its content: two entries with the same fingerprint render
 // to the same bytes. The operator keys what it learnt of an entry (its queue sort) on it.
 func (p Profile) Fingerprint() string {

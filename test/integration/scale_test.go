@@ -16,7 +16,10 @@ import (
 // every pass of the Scheduler and of each member, but a member's check and the combined
 // configuration are built once per change: changing one member of twelve builds one scheduler
 // of that member alone and one of the combined configuration, however many passes follow, and
-// every member's status reports the new configuration.
+// every member's status reports the new configuration. Each member is passed about once per
+// status write of its Scheduler (the new configuration, then its rollout's end), not once more
+// per event of the Scheduler's Deployment, per status write of its own or for the change of
+// another member: the passes of one change grow with the members, not faster.
 func TestMemberChangeBuildsOnlyThatMember(t *testing.T) {
 	const members = 12
 	k := suiteCluster()
@@ -33,7 +36,7 @@ func TestMemberChangeBuildsOnlyThatMember(t *testing.T) {
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)
 	k.waitForMembersOn(t, names, s.Status.ConfigHash)
 
-	memberBuilds, combinedBuilds := builds(t, "member"), builds(t, "combined")
+	memberBuilds, combinedBuilds, passes := builds(t, "member"), builds(t, "combined"), reconciles(t)
 	k.updateProfile(t, names[0], func(p *schedulingv1alpha1.SchedulerProfile) {
 		p.Spec.PercentageOfNodesToScore = ptr.To[int32](42)
 	})
@@ -49,6 +52,14 @@ func TestMemberChangeBuildsOnlyThatMember(t *testing.T) {
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)
 	k.waitForMembersOn(t, names, s.Status.ConfigHash)
 
+	// About two passes per member and a few of the Scheduler and of the changed member (30 for
+	// 12 members); when every Deployment event, every member's own status write and the change
+	// itself enqueued every member as well, it was 50.
+	got, limit := reconciles(t)-passes, float64(3*members+6)
+	t.Logf("Passes of both controllers for one member's change in a Scheduler of %d: %v", members, got)
+	if got > limit {
+		t.Errorf("Passes of both controllers for one member's change in a Scheduler of %d: %v, want at most %v", members, got, limit)
+	}
 	if got := builds(t, "member") - memberBuilds; got != 1 {
 		t.Errorf("Schedulers built of members alone for one member's change: %v, want 1", got)
 	}
@@ -72,6 +83,20 @@ func (k *cluster) waitForMembersOn(t *testing.T, names []string, hash string) {
 		}
 		return nil
 	})
+}
+
+// reconciles counts the passes of both controllers (controller_runtime_reconcile_total).
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	var total float64
+	for _, controller := range []string{"schedulerprofile", "scheduler"} {
+		n, err := testutil.CounterSum("controller_runtime_reconcile_total", "controller", controller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	return total
 }
 
 // builds is the operator's schedops_scheduler_builds_total of a kind of configuration.

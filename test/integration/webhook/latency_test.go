@@ -13,7 +13,8 @@ import (
 
 // TestDryRunLatency measures what a user waits for at `kubectl apply --dry-run=server` of a
 // profile on a real apiserver: the request, the CRD's validation, and the webhook's review (its
-// reads of the stored profiles from the apiserver, rendering, validation). It logs the 50th and
+// list of the stored profiles' metadata from the apiserver, its reads of the cache, rendering,
+// validation). It logs the 50th and
 // 99th percentiles of 200 dry-run creates of the node-pool sample.
 func TestDryRunLatency(t *testing.T) {
 	const rounds = 200

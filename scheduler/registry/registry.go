@@ -30,6 +30,9 @@ var (
 	mu sync.Mutex
 	// outOfTree is the set in use; nil until Use or the first look-up, which takes Stock.
 	outOfTree []Plugin
+	// useMu serializes Use, whose writes to the schemes' maps take one writer at a time, and the
+	// first look-ups, which may all find no set in use at once (the operator's parallel passes).
+	useMu sync.Mutex
 )
 
 // Use makes plugins the out-of-tree set of this process and registers their args types into
@@ -37,6 +40,13 @@ var (
 // defaults and converts plugin args with. Call it at start-up, before any configuration is
 // decoded. A plugin name that is empty, repeated or that of an in-tree plugin is an error.
 func Use(set []Plugin) error {
+	useMu.Lock()
+	defer useMu.Unlock()
+	return use(set)
+}
+
+// use is Use, with useMu held.
+func use(set []Plugin) error {
 	inTree := plugins.NewInTreeRegistry()
 	seen := map[string]bool{}
 	for _, p := range set {
@@ -83,18 +93,27 @@ func addArgs(p Plugin) error {
 	return nil
 }
 
-// current returns the out-of-tree set in use.
+// current returns the out-of-tree set in use: Stock, when nothing was given to Use yet.
 func current() []Plugin {
-	mu.Lock()
-	set := outOfTree
-	mu.Unlock()
-	if set != nil {
+	if set := inUse(); set != nil {
 		return set
 	}
-	if err := Use(Stock()); err != nil {
+	useMu.Lock()
+	defer useMu.Unlock()
+	if set := inUse(); set != nil { // another look-up took Stock meanwhile
+		return set
+	}
+	if err := use(Stock()); err != nil {
 		panic(err) // the stock plugins are registered by this package's tests
 	}
-	return current()
+	return inUse()
+}
+
+// inUse is the out-of-tree set in use, nil before the first Use.
+func inUse() []Plugin {
+	mu.Lock()
+	defer mu.Unlock()
+	return outOfTree
 }
 
 // OutOfTree returns a new registry of the out-of-tree plugins, to merge into kube-scheduler's

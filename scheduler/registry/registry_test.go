@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -170,5 +171,26 @@ func TestUseRefuses(t *testing.T) {
 				t.Errorf("a refused set replaced the plugins in use")
 			}
 		})
+	}
+}
+
+// TestFirstLookUpsAtOnce: look-ups that all find no set in use yet, as the operator's parallel
+// passes do on their first validation, take the stock plugins once, without racing on the
+// schemes (a concurrent map write is fatal, and -race reports it).
+func TestFirstLookUpsAtOnce(t *testing.T) {
+	useStockAgain(t)
+	mu.Lock()
+	outOfTree = nil
+	mu.Unlock()
+	var wg sync.WaitGroup
+	sizes := make([]int, 8)
+	for i := range sizes {
+		wg.Go(func() { sizes[i] = len(OutOfTree()) })
+	}
+	wg.Wait()
+	for i, n := range sizes {
+		if n != len(Stock()) {
+			t.Errorf("Look-up %d found %d out-of-tree plugins, want the %d stock ones", i, n, len(Stock()))
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -132,32 +131,21 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, imag
 	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
 }
 
-// applyAll applies objs, the last (the process's Deployment) after the others: those at once,
-// since none needs another, and the Deployment once what its pods need (the configuration, the
-// ServiceAccount and its bindings) is there. A pass waits for the apiserver twice, not once per
-// object.
+// applyAll applies objs in order, the process's Deployment last, once what its pods need (the
+// configuration, the ServiceAccount and its bindings) is there. One at a time: an apply decodes
+// the apiserver's answer into its apply configuration, and the builders' configurations may share
+// maps (labels), so two at once would write one map together.
 func (r *processObjects) applyAll(ctx context.Context, objs []owned) error {
-	if len(objs) == 0 {
-		return nil
+	for _, o := range objs {
+		changed, err := r.apply(ctx, o)
+		if err != nil {
+			return err
+		}
+		if changed {
+			log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.observed), "object", klog.KRef(o.key.Namespace, o.key.Name))
+		}
 	}
-	last := len(objs) - 1
-	g, gctx := errgroup.WithContext(ctx)
-	for _, o := range objs[:last] {
-		g.Go(func() error { return r.applyLogged(gctx, o) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return r.applyLogged(ctx, objs[last])
-}
-
-// applyLogged applies o and logs it when it changed.
-func (r *processObjects) applyLogged(ctx context.Context, o owned) error {
-	changed, err := r.apply(ctx, o)
-	if changed {
-		log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.observed), "object", klog.KRef(o.key.Namespace, o.key.Name))
-	}
-	return err
+	return nil
 }
 
 // kindOf names the kind of a typed object, for log keys ("Deployment").

@@ -1,6 +1,8 @@
 package testutil
 
 import (
+	"testing"
+
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -26,4 +28,15 @@ func CounterSum(metric, label, value string) (float64, error) {
 		}
 	}
 	return total, nil
+}
+
+// SchedulerBuilds is the operator's schedops_scheduler_builds_total of a kind of configuration
+// ("member", "combined"), counted in this process.
+func SchedulerBuilds(t testing.TB, config string) float64 {
+	t.Helper()
+	n, err := CounterSum("schedops_scheduler_builds_total", "config", config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -36,7 +36,7 @@ func TestMemberChangeBuildsOnlyThatMember(t *testing.T) {
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)
 	k.waitForMembersOn(t, names, s.Status.ConfigHash)
 
-	memberBuilds, combinedBuilds, passes := builds(t, "member"), builds(t, "combined"), reconciles(t)
+	memberBuilds, combinedBuilds, passes := testutil.SchedulerBuilds(t, "member"), testutil.SchedulerBuilds(t, "combined"), reconciles(t)
 	k.updateProfile(t, names[0], func(p *schedulingv1alpha1.SchedulerProfile) {
 		p.Spec.PercentageOfNodesToScore = ptr.To[int32](42)
 	})
@@ -60,10 +60,10 @@ func TestMemberChangeBuildsOnlyThatMember(t *testing.T) {
 	if got > limit {
 		t.Errorf("Passes of both controllers for one member's change in a Scheduler of %d: %v, want at most %v", members, got, limit)
 	}
-	if got := builds(t, "member") - memberBuilds; got != 1 {
+	if got := testutil.SchedulerBuilds(t, "member") - memberBuilds; got != 1 {
 		t.Errorf("Schedulers built of members alone for one member's change: %v, want 1", got)
 	}
-	if got := builds(t, "combined") - combinedBuilds; got != 1 {
+	if got := testutil.SchedulerBuilds(t, "combined") - combinedBuilds; got != 1 {
 		t.Errorf("Schedulers built of the combined configuration for one member's change: %v, want 1", got)
 	}
 }
@@ -97,14 +97,4 @@ func reconciles(t *testing.T) float64 {
 		total += n
 	}
 	return total
-}
-
-// builds is the operator's schedops_scheduler_builds_total of a kind of configuration.
-func builds(t *testing.T, config string) float64 {
-	t.Helper()
-	n, err := testutil.CounterSum("schedops_scheduler_builds_total", "config", config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

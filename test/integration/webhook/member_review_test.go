@@ -13,16 +13,6 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
-// builds is the operator's schedops_scheduler_builds_total of a kind of configuration.
-func builds(t *testing.T, config string) float64 {
-	t.Helper()
-	n, err := testutil.CounterSum("schedops_scheduler_builds_total", "config", config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestMemberReviewBuildsOnlyThatMember: the review of a member's new spec builds one scheduler,
 // of that member alone, and no scheduler of the combined configuration: the other members come
 // from the plan the reconcilers remember, with the member replaced.
@@ -53,7 +43,7 @@ func TestMemberReviewBuildsOnlyThatMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	const reviews = 3
-	member, combined := builds(t, "member"), builds(t, "combined")
+	member, combined := testutil.SchedulerBuilds(t, "member"), testutil.SchedulerBuilds(t, "combined")
 	for i := range reviews {
 		q := p.DeepCopy()
 		q.Spec.PercentageOfNodesToScore = ptr.To(int32(30 + i))
@@ -61,10 +51,10 @@ func TestMemberReviewBuildsOnlyThatMember(t *testing.T) {
 			t.Fatalf("A dry-run update of member %s: %v", q.Name, err)
 		}
 	}
-	if got := builds(t, "member") - member; got != reviews {
+	if got := testutil.SchedulerBuilds(t, "member") - member; got != reviews {
 		t.Errorf("Schedulers built of a member alone for %d reviews of new specs: %v, want %d", reviews, got, reviews)
 	}
-	if got := builds(t, "combined") - combined; got != 0 {
+	if got := testutil.SchedulerBuilds(t, "combined") - combined; got != 0 {
 		t.Errorf("Schedulers built of the combined configuration for %d reviews: %v, want 0", reviews, got)
 	}
 }

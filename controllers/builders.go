@@ -213,12 +213,16 @@ func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMo
 			WithPeriodSeconds(period).
 			WithFailureThreshold(failures)
 	}
+	// Copies: WithRequests and WithLimits keep the map they are given, and an apply decodes the
+	// apiserver's answer into its configuration. Given defaultRequests or the cached profile's
+	// maps, the answers of two passes at once were written into one map, which crashed the
+	// operator ("concurrent map writes").
 	rr := corev1ac.ResourceRequirements()
 	if len(resources.Requests) > 0 {
-		rr.WithRequests(resources.Requests)
+		rr.WithRequests(maps.Clone(resources.Requests))
 	}
 	if len(resources.Limits) > 0 {
-		rr.WithLimits(resources.Limits)
+		rr.WithLimits(maps.Clone(resources.Limits))
 	}
 	return corev1ac.Container().
 		WithName(schedulerContainer).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -50,6 +51,10 @@ type operatorResult struct {
 	// SettleCPU is the CPU time of the child process (the operator, and the benchmark's creates
 	// and watch) in that time.
 	SettleCPU time.Duration
+	// SettleWrites are the operator's write requests until then, and ControlPlaneCPU the CPU
+	// time of the apiserver and etcd that served them and the benchmark's creates.
+	SettleWrites    int
+	ControlPlaneCPU time.Duration
 	// PeakRSS is the VmHWM of the child process once every profile was Available.
 	PeakRSS int64
 	// ResyncReconciles and ResyncWrites are the reconciles and write requests of a restarted
@@ -70,8 +75,8 @@ func benchOperator(ctx context.Context, o options) ([]stats.Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("round %d: %w", round+1, err)
 		}
-		fmt.Printf("Round %d/%d  %d profiles settled in %.1f s, %.1f reconciles/s, peak %.1f MiB, resync writes %d\n",
-			round+1, o.rounds, r.Profiles, r.Settle.Seconds(), r.Reconciles/r.Settle.Seconds(), cluster.MiB(r.PeakRSS), r.ResyncWrites)
+		fmt.Printf("Round %d/%d  %d profiles settled in %.1f s, %.1f reconciles/s, %d writes, CPU %.1f s (apiserver and etcd %.1f s), peak %.1f MiB, resync writes %d\n",
+			round+1, o.rounds, r.Profiles, r.Settle.Seconds(), r.Reconciles/r.Settle.Seconds(), r.SettleWrites, r.SettleCPU.Seconds(), r.ControlPlaneCPU.Seconds(), cluster.MiB(r.PeakRSS), r.ResyncWrites)
 		results = append(results, r)
 	}
 	return operatorRows(results), nil
@@ -99,6 +104,12 @@ func operatorRows(results []operatorResult) []stats.Row {
 	settleCPU := each(func(r operatorResult) float64 { return r.SettleCPU.Seconds() })
 	rate := each(func(r operatorResult) float64 { return r.Reconciles / r.Settle.Seconds() })
 	reconciles := each(func(r operatorResult) float64 { return r.Reconciles })
+	settleWrites := each(func(r operatorResult) float64 { return float64(r.SettleWrites) })
+	writeRate := each(func(r operatorResult) float64 { return float64(r.SettleWrites) / r.Settle.Seconds() })
+	controlPlane := each(func(r operatorResult) float64 { return r.ControlPlaneCPU.Seconds() })
+	busy := each(func(r operatorResult) float64 {
+		return (r.ControlPlaneCPU + r.SettleCPU).Seconds() / (r.Settle.Seconds() * float64(runtime.NumCPU()))
+	})
 	peak := each(func(r operatorResult) float64 { return cluster.MiB(r.PeakRSS) })
 	writes := each(func(r operatorResult) float64 { return float64(r.ResyncWrites) })
 	resync := each(func(r operatorResult) float64 { return r.Resync.Seconds() })
@@ -116,10 +127,14 @@ func operatorRows(results []operatorResult) []stats.Row {
 	const name = "operator"
 	return []stats.Row{
 		{Benchmark: name, Measure: fmt.Sprintf("%d profiles created at once: all ConfigValid, Deployment applied", profiles),
-			Value: stats.Summarize(settle), Unit: "s", Decimals: 1, Note: settleGoal(profiles, stats.Summarize(settle).Median) +
+			Value: stats.Summarize(settle), Unit: "s", Decimals: 1, Note: settleGoal(profiles, stats.Summarize(settle).Median, stats.Summarize(controlPlane).Median) +
 				"operator in a child process (controllers.SetupManager), envtest; rounds: " + stats.Format(1, settle)},
 		{Benchmark: name, Measure: "  CPU of the operator's process until then", Value: stats.Summarize(settleCPU), Unit: "s", Decimals: 1,
 			Note: "user+system, with the benchmark's creates and its watch of the profiles; rounds: " + stats.Format(1, settleCPU)},
+		{Benchmark: name, Measure: "  write requests of the operator until then", Value: stats.Summarize(settleWrites), Decimals: 0,
+			Note: "server-side applies and status writes, counted on the wire; per second: " + stats.Format(0, writeRate)},
+		{Benchmark: name, Measure: "  CPU of the apiserver and etcd until then", Value: stats.Summarize(controlPlane), Unit: "s", Decimals: 1,
+			Note: fmt.Sprintf("with the operator's process, the share of the %d cores' time they took: %s; rounds: %s", runtime.NumCPU(), stats.Format(2, busy), stats.Format(1, controlPlane))},
 		{Benchmark: name, Measure: "  reconciles per second until then", Value: stats.Summarize(rate), Unit: "/s", Decimals: 1,
 			Note: "reconciles (controller_runtime_reconcile_total) per round: " + stats.Format(0, reconciles)},
 		{Benchmark: name, Measure: "  peak resident memory (VmHWM)", Value: stats.Summarize(peak), Unit: "MiB", Decimals: 1,
@@ -129,12 +144,18 @@ func operatorRows(results []operatorResult) []stats.Row {
 	}
 }
 
-// settleGoal is the goal of the time to settle, which is set for 1000 profiles: under 20 s.
-func settleGoal(profiles int, median float64) string {
+// settleGoal is the goal of the time to settle, which is set for 1000 profiles: under 20 s. When
+// it is not met, it says how long the apiserver and etcd alone would have taken on every core of
+// this machine, with their median CPU time until then.
+func settleGoal(profiles int, median, controlPlaneCPU float64) string {
 	if profiles != 1000 {
 		return ""
 	}
-	return "goal < 20 s: " + stats.Verdict(median < 20) + "; "
+	if median < 20 {
+		return "goal < 20 s: met; "
+	}
+	return fmt.Sprintf("goal < 20 s: NOT met (the apiserver and etcd alone took %.1f CPU-s for the operator's writes, %.1f s on all %d cores); ",
+		controlPlaneCPU, controlPlaneCPU/float64(runtime.NumCPU()), runtime.NumCPU())
 }
 
 // operatorChild is the operator benchmark proper. It creates o.operatorProfiles profiles at once
@@ -180,11 +201,17 @@ func operatorChild(ctx context.Context, o options) error {
 // Available and the operator is idle, and records the time to settle, the reconciles and the peak
 // memory of this process.
 func settleProfiles(ctx context.Context, cfg *rest.Config, admin client.Client, profiles client.Reader, o options, r *operatorResult) error {
-	stop, err := startOperator(ctx, cfg)
+	var requests testutil.RequestLog
+	stop, err := startOperator(ctx, requests.Wrap(cfg))
 	if err != nil {
 		return err
 	}
 	defer stop()
+	_, _ = requests.Take()
+	controlPlane0, err := cluster.ChildrenCPU()
+	if err != nil {
+		return err
+	}
 	cpu0, begin := cpuTime(), time.Now()
 	err = cluster.Parallel(ctx, r.Profiles, func(ctx context.Context, i int) error {
 		// The memory benchmark's kinds of profile, each named on its own.
@@ -200,6 +227,12 @@ func settleProfiles(ctx context.Context, cfg *rest.Config, admin client.Client, 
 		return err
 	}
 	r.Settle, r.Reconciles, r.SettleCPU = time.Since(begin), reconciles(), cpuTime()-cpu0
+	controlPlane, err := cluster.ChildrenCPU()
+	if err != nil {
+		return err
+	}
+	writes, _ := requests.Take()
+	r.SettleWrites, r.ControlPlaneCPU = len(writes), controlPlane-controlPlane0
 	fmt.Printf("All ConfigValid with their Deployment in %s, %.0f reconciles\n", r.Settle.Round(100*time.Millisecond), r.Reconciles)
 	if err := markDeploymentsAvailable(ctx, admin); err != nil {
 		return err

@@ -101,3 +101,38 @@ func ReadMemory(pid string) (Memory, error) {
 
 // MiB converts bytes to MiB.
 func MiB[T int64 | float64](bytes T) float64 { return float64(bytes) / (1 << 20) }
+
+// ChildrenCPU is the user+system CPU time of this process's live child processes: the envtest
+// apiserver and etcd of a Cluster started in it.
+func ChildrenCPU() (time.Duration, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	self := strconv.Itoa(os.Getpid())
+	var total time.Duration
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // exited since the listing
+		}
+		// The fields after the command name, which is in parentheses: state, then the parent.
+		i := strings.LastIndexByte(string(data), ')')
+		if i < 0 {
+			continue
+		}
+		if fields := strings.Fields(string(data[i+1:])); len(fields) < 2 || fields[1] != self {
+			continue
+		}
+		cpu, err := localcluster.CPUTime(pid)
+		if err != nil {
+			continue
+		}
+		total += cpu
+	}
+	return total, nil
+}

@@ -28,6 +28,11 @@ type progress struct {
 	expected map[string]bool
 	taken    map[string]bool
 	results  map[string]PodResult
+	// nominations counts the preemptions of each pod, and nominated is the node of its last.
+	nominations map[string]int
+	nominated   map[string]string
+	// evicted are the pods deleted from each node, not yet given to the pod nominated there.
+	evicted map[string][]string
 	// err is the first thing the scheduler did that the simulation did not expect.
 	err error
 	// changed holds a value once something was recorded since the last wait looked.
@@ -36,10 +41,13 @@ type progress struct {
 
 func newProgress() *progress {
 	return &progress{
-		expected: map[string]bool{},
-		taken:    map[string]bool{},
-		results:  map[string]PodResult{},
-		changed:  make(chan struct{}, 1),
+		expected:    map[string]bool{},
+		taken:       map[string]bool{},
+		results:     map[string]PodResult{},
+		nominations: map[string]int{},
+		nominated:   map[string]string{},
+		evicted:     map[string][]string{},
+		changed:     make(chan struct{}, 1),
 	}
 }
 
@@ -58,14 +66,37 @@ func (p *progress) take(key string) {
 	})
 }
 
-// decide records that the scheduler bound or refused a pod.
+// decide records that the scheduler bound or refused a pod, with the pods its preemption
+// evicted.
 func (p *progress) decide(r PodResult) {
 	p.record(func() {
 		if _, ok := p.results[r.Pod]; (ok || !p.expected[r.Pod]) && p.err == nil {
 			p.err = fmt.Errorf("the scheduler scheduled %s while it was not expected", r.Pod)
 		}
+		if node, ok := p.nominated[r.Pod]; ok {
+			r.Preempted = p.evicted[node]
+			delete(p.evicted, node)
+			delete(p.nominated, r.Pod)
+		}
 		p.results[r.Pod] = r
 	})
+}
+
+// nominate records that a pod's preemption evicts pods on node, and returns how many times the
+// pod has preempted.
+func (p *progress) nominate(key, node string) int {
+	var n int
+	p.record(func() {
+		p.nominations[key]++
+		n = p.nominations[key]
+		p.nominated[key] = node
+	})
+	return n
+}
+
+// evict records that a pod on node was deleted: a victim of the pod nominated there.
+func (p *progress) evict(key, node string) {
+	p.record(func() { p.evicted[node] = append(p.evicted[node], key) })
 }
 
 // give records the result of a pod that the scheduler is not asked about.

@@ -59,6 +59,8 @@ type Move struct {
 type Summary struct {
 	Bound         int `json:"bound"`
 	Unschedulable int `json:"unschedulable"`
+	// Preempted counts the cluster's running pods that the workload's pods preempted.
+	Preempted int `json:"preempted,omitempty"`
 	// NodesUsed is how many nodes the workload's pods went to, of Nodes.
 	NodesUsed int `json:"nodesUsed"`
 	Nodes     int `json:"nodes"`
@@ -90,8 +92,17 @@ func NewRunReport(name string, cluster *Cluster, workload *Workload, results []P
 	r := RunReport{Profile: name, Summary: Summary{Nodes: len(nodes), ZoneLabel: zoneLabel, PodsPerZone: map[string]int{}}}
 	used := map[string]bool{}
 	requested := map[string]corev1.ResourceList{}
+	evicted := map[string]bool{}
+	for _, res := range results {
+		for _, v := range res.Preempted {
+			evicted[v] = true
+		}
+	}
+	r.Summary.Preempted = len(evicted)
 	for _, p := range cluster.BoundPods() {
-		addRequests(requested, p.Spec.NodeName, p)
+		if !evicted[podKey(p)] {
+			addRequests(requested, p.Spec.NodeName, p)
+		}
 	}
 	pods := map[string]*corev1.Pod{}
 	for _, p := range workload.Pods {
@@ -222,7 +233,8 @@ func (r *Report) Unschedulable() int {
 }
 
 // WriteText prints the report as tables: per pod its node, the columns' labels of the node and
-// the scheduler's reason when it is not bound; with two runs, side by side; then the summaries.
+// the scheduler's reason when it is not bound, or the running pods it preempted; with two runs,
+// side by side; then the summaries.
 func (r *Report) WriteText(w io.Writer, columns []string) error {
 	var table bytes.Buffer
 	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
@@ -253,6 +265,9 @@ func (r *Report) WriteText(w io.Writer, columns []string) error {
 			for _, c := range columns {
 				row = append(row, orDash(p.NodeLabels[c]))
 			}
+			if len(p.Preempted) > 0 {
+				p.Reason = "preempted " + strings.Join(p.Preempted, ", ")
+			}
 			if p.Reason != "" {
 				reason := p.Reason
 				if len(r.Runs) > 1 {
@@ -278,7 +293,11 @@ func (r *Report) WriteText(w io.Writer, columns []string) error {
 	}
 	for _, run := range r.Runs {
 		s := run.Summary
-		fmt.Fprintf(w, "\nProfile %s: %d bound, %d unschedulable, %d of %d nodes used\n", run.Profile, s.Bound, s.Unschedulable, s.NodesUsed, s.Nodes)
+		preempted := ""
+		if s.Preempted > 0 {
+			preempted = fmt.Sprintf(", %d running pods preempted", s.Preempted)
+		}
+		fmt.Fprintf(w, "\nProfile %s: %d bound, %d unschedulable, %d of %d nodes used%s\n", run.Profile, s.Bound, s.Unschedulable, s.NodesUsed, s.Nodes, preempted)
 		var zones []string
 		for _, z := range slices.Sorted(maps.Keys(s.PodsPerZone)) {
 			zones = append(zones, fmt.Sprintf("%s %d", orDash(z), s.PodsPerZone[z]))

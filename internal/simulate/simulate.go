@@ -43,6 +43,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/ptr"
@@ -70,6 +71,9 @@ type PodResult struct {
 	Node string `json:"node,omitempty"`
 	// Reason is the scheduler's message for a pod it did not bind.
 	Reason string `json:"reason,omitempty"`
+	// Preempted are the cluster's running pods, namespace/name, that the scheduler evicted from
+	// Node to make room for the pod.
+	Preempted []string `json:"preempted,omitempty"`
 }
 
 // gcPercent is the garbage collector's target percentage while a simulation runs, unless GOGC
@@ -160,7 +164,14 @@ type simulation struct {
 	names     []string
 	progress  *progress
 	firstName string
+	// requeue is the scheduler's own handling of a pod it did not bind: back into its queue,
+	// nominated to the node its preemption makes room on.
+	requeue scheduler.FailureHandlerFn
 }
+
+// maxNominations is how often a pod may preempt before it is reported unschedulable: each
+// preemption evicts pods, and the pod is tried again once they are gone.
+const maxNominations = 3
 
 // newSimulation builds the scheduler of cfg on a fake clientset holding objs, starts its
 // informers and waits until its cache holds them.
@@ -177,6 +188,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	}
 	s.firstName = s.names[0]
 	s.client.PrependReactor("create", "pods", s.bind)
+	s.client.PrependReactor("delete", "pods", s.evicted)
 	sched, err := profile.NewSchedulerOn(ctx, cfg, nil, s.client)
 	if err != nil {
 		return nil, err
@@ -185,6 +197,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		sched.Profiles[name] = inOrder{f}
 	}
 	s.sched = sched
+	s.requeue = sched.FailureHandler
 	sched.FailureHandler = s.failed
 	next := sched.NextEntity
 	sched.NextEntity = func(logger klog.Logger) (framework.QueuedEntityInfo, error) {
@@ -258,10 +271,30 @@ func (s *simulation) bind(action clienttesting.Action) (bool, k8sruntime.Object,
 	return true, binding, nil
 }
 
+// evicted records a pod that the scheduler's preemption deletes, and lets the fake clientset
+// delete it: the scheduler's cache and queue see the node's room as they would in a cluster.
+func (s *simulation) evicted(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+	del, ok := action.(clienttesting.DeleteAction)
+	if !ok || action.GetSubresource() != "" {
+		return false, nil, nil
+	}
+	obj, err := s.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), del.GetNamespace(), del.GetName())
+	if err == nil {
+		s.progress.evict(del.GetNamespace()+"/"+del.GetName(), obj.(*corev1.Pod).Spec.NodeName)
+	}
+	return false, nil, nil
+}
+
 // failed records a pod the scheduler did not bind, with its message, instead of putting the pod
-// back into the queue: each pod is tried once, in order.
-func (s *simulation) failed(_ context.Context, _ framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, _ *fwk.NominatingInfo, _ time.Time) {
+// back into the queue: each pod is tried once, in order. A pod whose preemption evicts pods to
+// make room on a node goes back to the scheduler's queue as in a cluster, nominated to that
+// node, so that the pods after it leave that room to it; it is tried again once they are gone.
+func (s *simulation) failed(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, nominating *fwk.NominatingInfo, start time.Time) {
 	pod := podInfo.Pod
+	if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" && s.progress.nominate(podKey(pod), nominating.NominatedNodeName) <= maxNominations {
+		s.requeue(ctx, f, podInfo, status, nominating, start)
+		return
+	}
 	s.sched.SchedulingQueue.Done(pod.UID)
 	reason := status.Message()
 	var fitErr *framework.FitError

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,6 +98,45 @@ func TestRunQueueOrderAndBindings(t *testing.T) {
 	}
 	if got[1].Pod != "default/low" || got[1].Node != "" || !strings.Contains(got[1].Reason, "0/1 nodes are available: 1 Insufficient cpu") {
 		t.Errorf("want default/low unschedulable for Insufficient cpu, got %+v", got[1])
+	}
+}
+
+// TestRunPreemption: a pod of a higher priority that fits only where a running pod is preempts
+// it and is bound there, as in a cluster, and the report names the evicted pod and no longer
+// counts its requests. The pod after it, which the freed room would fit, finds the room kept for
+// the preemptor: the same in every run.
+func TestRunPreemption(t *testing.T) {
+	victim := pod("victim", "2")
+	victim.Namespace, victim.Spec.NodeName, victim.Status.Phase = "default", "only", corev1.PodRunning
+	cluster := &Cluster{Objects: []runtime.Object{
+		node("only", "z", "2"), victim,
+		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+	}}
+	high, later := pod("high", "2"), pod("later", "2")
+	high.Spec.PriorityClassName = "high"
+	w := &Workload{Pods: []*corev1.Pod{high, later}}
+	for range 3 {
+		got, err := Run(context.Background(), defaultProfile(t), cluster, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].Node != "only" || !slices.Equal(got[0].Preempted, []string{"default/victim"}) {
+			t.Fatalf("want default/high bound to only, preempting default/victim; got %+v", got)
+		}
+		if got[1].Node != "" || !strings.Contains(got[1].Reason, "Insufficient cpu") {
+			t.Fatalf("want default/later unschedulable for Insufficient cpu; got %+v", got[1])
+		}
+		run := NewRunReport("default", cluster, w, got, nil, "topology.kubernetes.io/zone")
+		if run.Summary.Preempted != 1 || run.Nodes[0].CPU != 100 {
+			t.Fatalf("want 1 preempted and node only at 100%% cpu (the victim's requests gone); got %d and %v%%", run.Summary.Preempted, run.Nodes[0].CPU)
+		}
+		var text strings.Builder
+		if err := (&Report{Runs: []RunReport{run}}).WriteText(&text, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text.String(), "default/high   only  preempted default/victim") || !strings.Contains(text.String(), "1 running pods preempted") {
+			t.Fatalf("the text report does not name the preempted pod:\n%s", text.String())
+		}
 	}
 }
 

@@ -314,7 +314,10 @@ func NewSchedulerOn(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfi
 		Informers:    scheduler.NewInformerFactory(client, 0, nil),
 		DynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), 0),
 	}
-	recorders := func(string) events.EventRecorderLogger { return events.NewFakeRecorder(0) }
+	// A recorder without a channel drops the scheduler's events. NewFakeRecorder(0)'s unbuffered
+	// channel, which nobody reads, blocked every goroutine that recorded one: each binding of a
+	// simulation, and each failure handler, so that a preempting pod stopped the scheduler.
+	recorders := func(string) events.EventRecorderLogger { return &events.FakeRecorder{} }
 	var err error
 	fs.Scheduler, err = scheduler.New(ctx, client, fs.Informers, fs.DynInformers, recorders,
 		scheduler.WithComponentConfigVersion(cfg.APIVersion),

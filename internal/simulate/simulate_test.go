@@ -137,6 +137,13 @@ func TestRunPreemption(t *testing.T) {
 		if !strings.Contains(text.String(), "default/high   only  preempted default/victim") || !strings.Contains(text.String(), "1 running pods preempted") {
 			t.Fatalf("the text report does not name the preempted pod:\n%s", text.String())
 		}
+		var page strings.Builder
+		if err := (&Report{Runs: []RunReport{run}}).WriteHTML(&page); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(page.String(), "1 of 1 nodes used, 1 running pods preempted;") {
+			t.Fatalf("the page does not count the preempted pod:\n%s", page.String())
+		}
 	}
 }
 

@@ -79,8 +79,8 @@ type PodResult struct {
 // gcPercent is the garbage collector's target percentage while a simulation runs, unless GOGC
 // is set. A scheduling cycle allocates lists per node and plugin that are garbage when it ends,
 // about 570 KB per pod on 1000 nodes, and collecting at the default 100 took a fifth of a
-// simulation's CPU. With 400, 5000 pods on 1000 nodes took 4.2 instead of 5.0 ms CPU per pod and
-// peaked at 670 instead of 360 MB (docs/tasks/simulate-a-change.md).
+// simulation's CPU. With 400, 5000 pods on 1000 nodes took 1.4 instead of 1.8 ms CPU per pod and
+// peaked at 470 instead of 230 MB (docs/tasks/simulate-a-change.md).
 const gcPercent = 400
 
 // Run schedules workload on cluster with the scheduler of p, one pod at a time.

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
 
 // CacheOptions keep the manager's cache to what the operator manages: namespaced objects of the
@@ -22,8 +24,17 @@ func CacheOptions(namespace string) cache.Options {
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},
 		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
 	}
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &corev1.Pod{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
+	}
+	// The objects the operator never applies are cached without their managed fields: only the
+	// applied ones need theirs, to extract what the operator owns (apply). Without them, every
+	// read of a profile copies less, and the cache holds less for the collector to scan.
+	for _, obj := range []client.Object{&appsv1.ReplicaSet{}, &corev1.Pod{}} {
+		byObject[obj] = cache.ByObject{Label: managed, Transform: cache.TransformStripManagedFields()}
+	}
+	for _, obj := range []client.Object{&schedulingv1alpha1.SchedulerProfile{}, &schedulingv1alpha1.Scheduler{}} {
+		byObject[obj] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	}
 	return cache.Options{DefaultNamespaces: inNamespace, ByObject: byObject}
 }

@@ -129,11 +129,11 @@ func fieldIndexes(image string) []fieldIndex {
 // configSchedulerNames are the scheduler names of the configuration a ConfigMap holds (the cache
 // holds only the operator's); none for a ConfigMap without one or one that does not parse.
 func configSchedulerNames(obj client.Object) []string {
-	data, ok := obj.(*corev1.ConfigMap).Data[configFileKey]
-	if !ok {
+	cm := obj.(*corev1.ConfigMap)
+	if _, ok := cm.Data[configFileKey]; !ok {
 		return nil
 	}
-	profiles, err := profile.ProfilesIn([]byte(data))
+	profiles, err := profilesIn(cm)
 	if err != nil {
 		return nil
 	}

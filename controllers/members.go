@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -350,14 +351,9 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 			return out, nil
 		}
 	}
-	bySchedulerName, ok := runningProfiles.get(string(cm.UID))
-	if !ok || cm.UID == "" {
-		if bySchedulerName, err = profile.ProfilesIn([]byte(cm.Data[configFileKey])); err != nil {
-			return nil, err
-		}
-		if cm.UID != "" {
-			runningProfiles.put(string(cm.UID), bySchedulerName)
-		}
+	bySchedulerName, err := profilesIn(cm)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]*profile.Profile{}
 	for _, served := range s.Status.Profiles {
@@ -369,6 +365,18 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 		runningByProfile.put(byProfileKey, out)
 	}
 	return out, nil
+}
+
+// profilesIn are the entries of the configuration a ConfigMap holds, by scheduler name. The
+// ConfigMaps are immutable: one is parsed once by its UID, for the cache's index of scheduler
+// names (configSchedulerNames) and the passes that read the running entries alike. The result
+// is shared: only read it.
+func profilesIn(cm *corev1.ConfigMap) (map[string]profile.Profile, error) {
+	parse := func() (map[string]profile.Profile, error) { return profile.ProfilesIn([]byte(cm.Data[configFileKey])) }
+	if cm.UID == "" {
+		return parse()
+	}
+	return runningProfiles.do(string(cm.UID), parse)
 }
 
 // servedEntriesKey is the key of runningByProfile: the running ConfigMap and the members that
@@ -400,15 +408,28 @@ func (r *processObjects) schedulersWithLeavingMembers(ctx context.Context, obj c
 		return nil
 	}
 	var schedulers schedulingv1alpha1.SchedulerList
-	if err := r.client.List(ctx, &schedulers); err != nil {
+	if err := r.client.List(ctx, &schedulers, client.UnsafeDisableDeepCopy); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing Schedulers")
 		return nil
+	}
+	if len(schedulers.Items) == 0 {
+		return nil
+	}
+	// One list of the profiles, rather than a read of each member of every Scheduler: every
+	// event of a scheduler Deployment comes here. Without the list, every Scheduler with a
+	// member is enqueued, as for a member that could not be read.
+	var profiles schedulingv1alpha1.SchedulerProfileList
+	if err := r.client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil { // only read
+		log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
+	}
+	refs := make(map[string]string, len(profiles.Items))
+	for i := range profiles.Items {
+		refs[profiles.Items[i].Name] = profiles.Items[i].Spec.SchedulerRef.Name
 	}
 	var reqs []reconcile.Request
 	for _, s := range schedulers.Items {
 		for _, m := range s.Status.Profiles {
-			p := &schedulingv1alpha1.SchedulerProfile{}
-			if err := r.client.Get(ctx, client.ObjectKey{Name: m.Name}, p); err != nil || p.Spec.SchedulerRef.Name != s.Name {
+			if ref, ok := refs[m.Name]; !ok || ref != s.Name {
 				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: s.Name}})
 				break
 			}

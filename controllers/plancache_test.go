@@ -2,15 +2,21 @@ package controllers
 
 import (
 	"errors"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // TestPlanFingerprint: the fingerprint of a Scheduler's plan does not depend on the order the
@@ -125,5 +131,44 @@ func TestMemoComputesOnceAtATime(t *testing.T) {
 	}
 	if v, err := m.do("e", func() (int, error) { return 1, nil }); v != 1 || err != nil {
 		t.Errorf("after an error do = %v, %v, want 1, nil: errors are not remembered", v, err)
+	}
+}
+
+// TestConfigMapParsedOnce: the cache's index of scheduler names parses a configuration
+// ConfigMap when it arrives, and the passes that read its running entries reuse that parse:
+// a Scheduler's configuration of many members is parsed once, not once by the index and
+// again by the next pass.
+func TestConfigMapParsedOnce(t *testing.T) {
+	var entries []profile.Profile
+	for _, name := range []string{"a", "b"} {
+		e, err := profile.RenderProfile(testutil.MakeProfile(name).SchedulerRef("batch").Obj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	cfg, err := profile.RenderProcess(profile.Process{Namespace: "ns", LeaseName: "batch"}, entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "batch.config-" + cfg.Hash, Namespace: "ns", UID: types.UID("uid-parsed-once")},
+		Data:       map[string]string{configFileKey: string(cfg.YAML)},
+	}
+	names := configSchedulerNames(cm)
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
+		t.Errorf("Indexed scheduler names (-want +got):\n%s", diff)
+	}
+	indexed, ok := runningProfiles.get(string(cm.UID))
+	if !ok {
+		t.Fatalf("The index's parse of ConfigMap %s is not remembered for the passes", cm.Name)
+	}
+	got, err := profilesIn(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.ValueOf(got).Pointer() != reflect.ValueOf(indexed).Pointer() {
+		t.Errorf("A pass parsed ConfigMap %s again instead of reusing the index's parse", cm.Name)
 	}
 }

@@ -264,17 +264,10 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 		}
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", name, err)
 	}
-	// The running entries of a Scheduler's ConfigMap are remembered by its UID (runningEntries):
-	// one configuration is parsed once.
-	profiles, ok := runningProfiles.get(string(cm.UID))
-	if !ok || cm.UID == "" {
-		var err error
-		if profiles, err = profile.ProfilesIn([]byte(cm.Data[configFileKey])); err != nil {
-			return nil, err
-		}
-		if cm.UID != "" {
-			runningProfiles.put(string(cm.UID), profiles)
-		}
+	// One configuration is parsed once (profilesIn).
+	profiles, err := profilesIn(cm)
+	if err != nil {
+		return nil, err
 	}
 	for n := range profiles {
 		names = append(names, n)

@@ -209,9 +209,15 @@ func (r *SchedulerProfileReconciler) updateStatus(ctx context.Context, before, a
 	if err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
-	if err := r.client.Status().Patch(ctx, after, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	// The answer is asked for as metadata only: decoding the whole profile that the apiserver
+	// sends back, once per member for every change of its Scheduler, is work for nothing, since
+	// the pass needs only the new resource version.
+	written := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: after.Name}}
+	written.SetGroupVersionKind(schedulingv1alpha1.GroupVersion.WithKind("SchedulerProfile"))
+	if err := r.client.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
+	after.ResourceVersion = written.ResourceVersion
 	return nil
 }
 

@@ -261,7 +261,7 @@ bench-cycle: ## CPU of the plugins' part of a scheduling cycle: default profile,
 	$(BENCH) --run cycle --out .cache/bench/cycle.txt
 
 .PHONY: bench-operator
-bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 500 profiles created at once: time to settle, reconciles/s, peak memory, writes of a resync.
+bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 1000 profiles created at once: time to settle, CPU, writes, reconciles/s, peak memory, writes of a resync.
 	$(BENCH) --run operator --out .cache/bench/operator.txt
 
 .PHONY: bench-shared

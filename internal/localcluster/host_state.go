@@ -35,6 +35,8 @@ type nodeState struct {
 	Sysctls map[string]string `json:"sysctls"`
 	// CreatedDirs are host directories outside WorkDir that did not exist before the start.
 	CreatedDirs []string `json:"createdDirs"`
+	// CreatedFiles are host files outside WorkDir that did not exist before the start.
+	CreatedFiles []string `json:"createdFiles,omitempty"`
 }
 
 // iptablesTables are the tables recorded and restored, for both iptables and ip6tables.
@@ -56,8 +58,17 @@ var restoredSysctls = []string{
 	"net/netfilter/nf_conntrack_udp_timeout", "net/netfilter/nf_conntrack_udp_timeout_stream",
 }
 
-// hostDirs are directories outside WorkDir that kubelet, containerd's shims and libcni create.
-var hostDirs = []string{"/var/log/containers", "/var/lib/cni", "/var/lib/cni/results", "/run/containerd", "/run/containerd/s", "/run/containerd/runc", "/run/containerd/runc/k8s.io"}
+// hostDirs are directories outside WorkDir that kubelet, containerd's shims and libcni create,
+// each after its parent. Kubelet's device manager serves its socket in
+// /var/lib/kubelet/device-plugins whatever --root-dir says (the path is a constant of the device
+// plugin API).
+var hostDirs = []string{
+	"/var/log/containers", "/var/lib/cni", "/var/lib/cni/results", "/run/containerd", "/run/containerd/s", "/run/containerd/runc", "/run/containerd/runc/k8s.io",
+	"/var/lib/kubelet", "/var/lib/kubelet/device-plugins",
+}
+
+// hostFiles are files outside WorkDir that kubelet creates and leaves behind when it stops.
+var hostFiles = []string{"/var/lib/kubelet/device-plugins/kubelet.sock"}
 
 // recordHost reads what Stop will restore.
 func recordHost(st *nodeState) error {
@@ -83,8 +94,13 @@ func recordHost(st *nodeState) error {
 		}
 	}
 	for _, dir := range hostDirs {
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if _, err := os.Lstat(dir); os.IsNotExist(err) {
 			st.CreatedDirs = append(st.CreatedDirs, dir)
+		}
+	}
+	for _, f := range hostFiles {
+		if _, err := os.Lstat(f); os.IsNotExist(err) {
+			st.CreatedFiles = append(st.CreatedFiles, f)
 		}
 	}
 	return nil

@@ -159,43 +159,79 @@ func TestMetricsThroughServices(t *testing.T) {
 		t.Errorf("The operator's /metrics through %s has no schedops_ series:\n%.500s", addr, body)
 	}
 
-	var slices discoveryv1.EndpointSliceList
-	if err := k8s.List(t.Context(), &slices, client.InNamespace(namespace), client.HasLabels{"app.kubernetes.io/managed-by"}); err != nil {
-		t.Fatal(err)
-	}
-	scraped, attempts, skipped := 0, 0, 0
-	for _, s := range slices.Items {
-		if s.Labels[discoveryv1.LabelServiceName] == operatorMetricsService || len(s.Ports) == 0 {
+	endpoints, skipped := readySchedulerEndpoints(t)
+	scraped, attempts := 0, 0
+	for ep, service := range endpoints {
+		body, left := scrapeEndpoint(t, ep, service, token)
+		if left {
+			skipped++
 			continue
 		}
-		for _, ep := range s.Endpoints {
-			// An endpoint that is not ready is a pod that is starting or stopping (a standby
-			// after a rollout, say), whose port may not be open; readiness is the probe on
-			// the same port.
-			if !ptr.Deref(ep.Conditions.Ready, false) {
-				skipped++
-				continue
-			}
-			for _, ip := range ep.Addresses {
-				addr := net.JoinHostPort(ip, strconv.Itoa(int(*s.Ports[0].Port)))
-				// Every replica serves the component's metrics; only a leader that has scheduled
-				// pods has scheduling attempts.
-				code, body := scrape(t, addr, token)
-				if code != http.StatusOK || !strings.Contains(body, "kubernetes_build_info") {
-					t.Errorf("Scheduler /metrics of Service %s at %s: %d, want 200 with kubernetes_build_info:\n%.300s",
-						s.Labels[discoveryv1.LabelServiceName], addr, code, body)
-				}
-				if seriesSum(body, "scheduler_schedule_attempts_total") > 0 {
-					attempts++
-				}
-				scraped++
-			}
+		// Every replica serves the component's metrics; only a leader that has scheduled pods
+		// has scheduling attempts.
+		if seriesSum(body, "scheduler_schedule_attempts_total") > 0 {
+			attempts++
 		}
+		scraped++
 	}
 	if scraped == 0 || attempts == 0 {
 		t.Fatalf("%d scheduler endpoints scraped, %d with scheduling attempts: want some of each (TestSamples scheduled pods)", scraped, attempts)
 	}
 	t.Logf("scraped the operator through %s and %d ready scheduler pods through their Services' endpoints, %d with scheduling attempts (%d endpoints not ready, left out)", addr, scraped, attempts, skipped)
+}
+
+// readySchedulerEndpoints returns the address (IP:port) of every ready endpoint of the schedulers'
+// metrics Services, with its Service's name, and how many endpoints were not ready. An endpoint
+// that is not ready is a pod that is starting or stopping (a standby after a rollout, say), whose
+// port may not be open; readiness is the probe on the same port.
+func readySchedulerEndpoints(t *testing.T) (map[string]string, int) {
+	t.Helper()
+	var slices discoveryv1.EndpointSliceList
+	if err := k8s.List(t.Context(), &slices, client.InNamespace(namespace), client.HasLabels{"app.kubernetes.io/managed-by"}); err != nil {
+		t.Fatal(err)
+	}
+	ready, notReady := map[string]string{}, 0
+	for _, s := range slices.Items {
+		if s.Labels[discoveryv1.LabelServiceName] == operatorMetricsService || len(s.Ports) == 0 {
+			continue
+		}
+		for _, ep := range s.Endpoints {
+			if !ptr.Deref(ep.Conditions.Ready, false) {
+				notReady++
+				continue
+			}
+			for _, ip := range ep.Addresses {
+				ready[net.JoinHostPort(ip, strconv.Itoa(int(*s.Ports[0].Port)))] = s.Labels[discoveryv1.LabelServiceName]
+			}
+		}
+	}
+	return ready, notReady
+}
+
+// scrapeEndpoint scrapes a scheduler's endpoint and fails the test unless it answers 200 with
+// kube-scheduler's metrics. An endpoint that refuses the connection is scraped again until it
+// answers or is no longer a ready endpoint of its Service (its pod was stopping while the
+// EndpointSlice still said ready: the test before this one rolls a scheduler); then left is true.
+func scrapeEndpoint(t *testing.T, addr, service, token string) (body string, left bool) {
+	t.Helper()
+	var code int
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body, err = get(t, addr, token)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		if ready, _ := readySchedulerEndpoints(t); ready[addr] == "" {
+			t.Logf("Scheduler endpoint %s of Service %s left its ready endpoints after: %v", addr, service, err)
+			return "", true
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "kubernetes_build_info") {
+		t.Errorf("Scheduler /metrics of Service %s at %s: %d, %v, want 200 with kubernetes_build_info:\n%.300s", service, addr, code, err, body)
+	}
+	return body, false
 }
 
 // TestWebhookRefusesThroughService: kubectl apply of a profile with an unknown plugin is refused by

@@ -169,16 +169,36 @@ func deleteLinks(ipBin, bridge string) error {
 	}
 	ports, _ := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
 	var errs []string
-	for _, p := range ports {
-		if out, err := execHost(ipBin, "link", "del", p.Name()); err != nil && !strings.Contains(out, "Cannot find device") {
+	for _, link := range append(names(ports), bridge) {
+		if err := deleteLink(ipBin, link); err != nil {
 			errs = append(errs, err.Error())
 		}
-	}
-	if out, err := execHost(ipBin, "link", "del", bridge); err != nil && !strings.Contains(out, "Cannot find device") {
-		errs = append(errs, err.Error())
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("localcluster: deleting links: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// deleteLink deletes a link unless it is gone: a veth goes with its network namespace, so that it
+// can vanish between the listing and the delete ("Cannot find device", or "RTNETLINK answers: No
+// such device" when it goes during the delete).
+func deleteLink(ipBin, name string) error {
+	_, err := execHost(ipBin, "link", "del", name)
+	if err == nil {
+		return nil
+	}
+	if _, statErr := os.Stat(filepath.Join("/sys/class/net", name)); os.IsNotExist(statErr) {
+		return nil
+	}
+	return err
+}
+
+// names returns the names of directory entries.
+func names(entries []os.DirEntry) []string {
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
 }

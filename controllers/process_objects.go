@@ -141,6 +141,7 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, imag
 // profiles settled in 19.8 to 21.7 s instead of 23.6 to 25.7 s. Every apply of a wave runs to
 // its end even when another fails, so that a failure cannot keep an object the next pass needs
 // from being made.
+//
 // An apply decodes the apiserver's answer into its configuration, so that applies at once are
 // safe only because no configuration shares a map with another or with the builders' inputs
 // (TestAppliedObjectsShareNoMaps).

@@ -33,10 +33,8 @@ type nodeState struct {
 	Iptables map[string]string `json:"iptables"`
 	// Sysctls maps a path under /proc/sys to its value before the start.
 	Sysctls map[string]string `json:"sysctls"`
-	// CreatedDirs are host directories outside WorkDir that did not exist before the start.
-	CreatedDirs []string `json:"createdDirs"`
-	// CreatedFiles are host files outside WorkDir that did not exist before the start.
-	CreatedFiles []string `json:"createdFiles,omitempty"`
+	// CreatedPaths are the hostPaths that did not exist before the start, in hostPaths' order.
+	CreatedPaths []string `json:"createdPaths"`
 }
 
 // iptablesTables are the tables recorded and restored, for both iptables and ip6tables.
@@ -58,17 +56,14 @@ var restoredSysctls = []string{
 	"net/netfilter/nf_conntrack_udp_timeout", "net/netfilter/nf_conntrack_udp_timeout_stream",
 }
 
-// hostDirs are directories outside WorkDir that kubelet, containerd's shims and libcni create,
-// each after its parent. Kubelet's device manager serves its socket in
-// /var/lib/kubelet/device-plugins whatever --root-dir says (the path is a constant of the device
+// hostPaths are directories (each after its parent) and files outside WorkDir that kubelet,
+// containerd's shims and libcni create and leave behind. Kubelet's device manager serves its socket
+// in /var/lib/kubelet/device-plugins whatever --root-dir says (the path is a constant of the device
 // plugin API).
-var hostDirs = []string{
+var hostPaths = []string{
 	"/var/log/containers", "/var/lib/cni", "/var/lib/cni/results", "/run/containerd", "/run/containerd/s", "/run/containerd/runc", "/run/containerd/runc/k8s.io",
-	"/var/lib/kubelet", "/var/lib/kubelet/device-plugins",
+	"/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins/kubelet.sock",
 }
-
-// hostFiles are files outside WorkDir that kubelet creates and leaves behind when it stops.
-var hostFiles = []string{"/var/lib/kubelet/device-plugins/kubelet.sock"}
 
 // recordHost reads what Stop will restore.
 func recordHost(st *nodeState) error {
@@ -93,14 +88,9 @@ func recordHost(st *nodeState) error {
 			st.Sysctls[key] = strings.TrimSpace(string(v))
 		}
 	}
-	for _, dir := range hostDirs {
-		if _, err := os.Lstat(dir); os.IsNotExist(err) {
-			st.CreatedDirs = append(st.CreatedDirs, dir)
-		}
-	}
-	for _, f := range hostFiles {
-		if _, err := os.Lstat(f); os.IsNotExist(err) {
-			st.CreatedFiles = append(st.CreatedFiles, f)
+	for _, path := range hostPaths {
+		if _, err := os.Lstat(path); os.IsNotExist(err) {
+			st.CreatedPaths = append(st.CreatedPaths, path)
 		}
 	}
 	return nil

@@ -188,8 +188,8 @@ func mountsUnder(dir string) ([]string, error) {
 }
 
 // removeHostFiles removes what the node left outside WorkDir: kubelet's symlinks to our pod logs
-// in /var/log/containers, libcni's cached results of our sandboxes, the files (kubelet's device
-// manager socket) and then the directories that did not exist before the start, if empty.
+// in /var/log/containers, libcni's cached results of our sandboxes, and then the host paths that
+// did not exist before the start, deepest first (a directory only if empty).
 func removeHostFiles(st *nodeState, workDir string) error {
 	var errs []error
 	links, _ := filepath.Glob("/var/log/containers/*")
@@ -198,10 +198,10 @@ func removeHostFiles(st *nodeState, workDir string) error {
 			errs = append(errs, os.Remove(l))
 		}
 	}
-	errs = append(errs, removeFiles(cniResults(workDir)), removeFiles(st.CreatedFiles))
-	for i := len(st.CreatedDirs) - 1; i >= 0; i-- {
-		if err := os.Remove(st.CreatedDirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("localcluster: %s is not empty: %w", st.CreatedDirs[i], err))
+	errs = append(errs, removeFiles(cniResults(workDir)))
+	for i := len(st.CreatedPaths) - 1; i >= 0; i-- {
+		if err := os.Remove(st.CreatedPaths[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("localcluster: removing %s: %w", st.CreatedPaths[i], err))
 		}
 	}
 	return errors.Join(errs...)

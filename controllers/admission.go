@@ -162,7 +162,7 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 		return field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulerRef", "name"), m.limit.message)}, warnings, nil
 	case m.queueSortConflict != "":
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "plugins", "queueSort"), field.OmitValueType{},
-			fmt.Sprintf("the profiles of Scheduler %s must sort the queue alike, and its oldest member sorts it otherwise: %s", s.Name, m.queueSortConflict))}, warnings, nil
+			fmt.Sprintf("the profiles of Scheduler %s must sort the queue alike: %s", s.Name, m.queueSortConflict))}, warnings, nil
 	}
 	// The combined configuration is not built here: building a scheduler of N profiles takes
 	// about as long as the apiserver waits for the webhook once N is in the hundreds, and what

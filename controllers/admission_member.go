@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // cacheCatchUp is how long a review waits for the cache to hold the profiles the apiserver
@@ -126,12 +127,12 @@ func (v *profileValidator) reviewMember(ctx context.Context, s *schedulingv1alph
 	if m.refused() {
 		return m, nil
 	}
-	if fits, err := v.fitsInPlan(base, proc, m); err != nil || fits {
-		return m, err
-	}
 	running, err := v.runningEntries(ctx, s, proc, d)
 	if err != nil {
 		return nil, err
+	}
+	if v.fitsInPlan(base, proc, m, running) {
+		return m, nil
 	}
 	pl, err := v.planMembers(s, proc, all, running, served, nil)
 	if err != nil {
@@ -141,44 +142,41 @@ func (v *profileValidator) reviewMember(ctx context.Context, s *schedulingv1alph
 }
 
 // fitsInPlan checks a valid member m against the other members of base and sets its queue-sort
-// conflict, as planMembers would with m in base. It tells false, and checks nothing, when base
-// refuses a member for a limit, m would make one member too many, or base's configuration with
-// the whole of m's configuration alone might pass MaxConfigBytes: then only the whole plan says
-// which members fit.
-func (v *profileValidator) fitsInPlan(base *plan, proc *process, m *member) (bool, error) {
-	var first *member
+// conflict, as planMembers would with m in base (queueSortRefusals, with every other member as
+// planMembers sees it before its queue sort is decided). It tells false, and checks nothing,
+// when base refuses a member for a limit, m would make one member too many, or base's
+// configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
+// the whole plan says which members fit.
+func (v *profileValidator) fitsInPlan(base *plan, proc *process, m *member, running map[string]*profile.Profile) bool {
+	members := make([]*member, 0, len(base.members)+1)
 	others := 0
 	for _, o := range base.members {
 		if o.profile.Name == m.profile.Name {
 			continue
 		}
 		if o.limit.reason != "" {
-			return false, nil
+			return false
 		}
-		if o.entry == nil {
-			continue
+		if o.queueSortConflict != "" {
+			undecided := *o
+			undecided.queueSortConflict, undecided.entry = "", o.latest
+			o = &undecided
 		}
-		others++
-		if first == nil || byAge(o.profile, first.profile) < 0 {
-			first = o
+		if o.entry != nil {
+			others++
 		}
+		members = append(members, o)
 	}
 	if others+1 > v.settings.memberLimit() {
-		return false, nil
+		return false
 	}
 	size := m.aloneBytes
 	if base.config != nil {
 		size += len(base.config.YAML)
 	}
 	if size > MaxConfigBytes {
-		return false, nil
+		return false
 	}
-	if first != nil && byAge(first.profile, m.profile) < 0 {
-		msg, err := queueSortConflictOnce(*first.entry, *m.entry, proc.run.FeatureGates)
-		if err != nil {
-			msg = err.Error()
-		}
-		m.queueSortConflict = msg
-	}
-	return true, nil
+	m.queueSortConflict = queueSortRefusals(append(members, m), running, proc.run.FeatureGates)[m]
+	return true
 }

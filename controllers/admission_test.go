@@ -26,9 +26,14 @@ func createdAt[T client.Object](obj T, minutesAgo int) T {
 }
 
 func TestProfileValidatorCreate(t *testing.T) {
+	testutil.UseFIFOSort(t)
 	queueSortPrioritySort := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
 		Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
+	}}
+	queueSortFIFO := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
+		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: testutil.FIFOSortName}},
 	}}
 	tests := []struct {
 		name    string
@@ -70,10 +75,20 @@ func TestProfileValidatorCreate(t *testing.T) {
 			},
 			profile: func() *schedulingv1alpha1.SchedulerProfile {
 				p := testutil.MakeProfile("younger").SchedulerRef("shared").Obj()
-				p.Spec.Plugins = queueSortPrioritySort
+				p.Spec.Plugins = queueSortFIFO
 				return p
 			}(),
-			wantCauses: []string{`spec.plugins.queueSort: Invalid value: the profiles of Scheduler shared must sort the queue alike`}},
+			wantCauses: []string{`spec.plugins.queueSort: Invalid value: the profiles of Scheduler shared must sort the queue alike: the Scheduler sorts its queue with the default (PrioritySort) (as its oldest member, SchedulerProfile oldest, does)`}},
+		{name: "member that spells out the default queue sort",
+			stored: []client.Object{
+				createdAt(testutil.MakeScheduler("shared").Obj(), 10),
+				createdAt(testutil.MakeProfile("oldest").SchedulerRef("shared").Obj(), 10),
+			},
+			profile: func() *schedulingv1alpha1.SchedulerProfile {
+				p := testutil.MakeProfile("younger").SchedulerRef("shared").Obj()
+				p.Spec.Plugins = queueSortPrioritySort
+				return p
+			}()},
 		{name: "member whose scheduler name an older dedicated profile has",
 			stored: []client.Object{
 				createdAt(testutil.MakeScheduler("shared").Obj(), 10),

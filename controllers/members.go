@@ -34,6 +34,9 @@ type member struct {
 	// queueSortConflict is upstream's message when the latest spec sorts the queue unlike the
 	// oldest member.
 	queueSortConflict string
+	// latest is the entry of the latest spec when it is valid on its own, whether or not it is
+	// what the process serves.
+	latest *profile.Profile
 	// entry is what the process serves for the profile: its latest spec, or when that is refused
 	// its last good entry from the running configuration; nil leaves the profile out.
 	entry *profile.Profile
@@ -279,6 +282,7 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 	}
 	c, _ := memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return checkAlone(p, proc, r.settings), nil })
 	m.entry, m.invalid, m.errs, m.aloneBytes = c.entry, c.invalid, c.errs, c.aloneBytes
+	m.latest = m.entry
 	return m
 }
 
@@ -296,22 +300,41 @@ func checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s setting
 }
 
 // renderAlone renders a member as a process of its own with its Scheduler's settings: what
-// Validate checks for one profile.
+// Validate checks for one profile. The entry's queue sort is written the one way its plugin is
+// (CanonicalQueueSort), so that members that sort their queues alike render alike.
 func renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (profile.Profile, *profile.Config, error) {
 	entry, err := profile.RenderProfile(p)
 	if err != nil {
 		return profile.Profile{}, nil, err
 	}
+	entry = canonicalQueueSortOnce(entry, proc.run.FeatureGates)
 	cfg, err := profile.RenderProcess(processSettings(proc, s), []profile.Profile{entry})
 	return entry, cfg, err
 }
 
-// checkQueueSorts refuses the members whose latest entry sorts the queue unlike the oldest member
-// that has an entry; they keep their running entry, if any.
+// checkQueueSorts refuses alone the members whose latest entry sorts the queue unlike their
+// Scheduler (queueSortRefusals); they keep their running entry, if any.
 func checkQueueSorts(members []*member, running map[string]*profile.Profile, gates map[string]bool) {
+	for m, msg := range queueSortRefusals(members, running, gates) {
+		m.queueSortConflict = msg
+		m.entry = running[m.profile.Name]
+	}
+}
+
+// queueSortRefusals decides which members of one Scheduler are refused for their queue sort, and
+// why; the reconcilers' plan and the admission webhook call it alike. Upstream requires every
+// profile of one process to sort the queue alike; entries are compared after CanonicalQueueSort,
+// so two spellings of one queue sort agree. When every entry agrees, nobody is refused: that is
+// also how the members' teams change the Scheduler's queue sort together. Otherwise the queue
+// sort of the configuration that runs is the Scheduler's, and with nothing running that of the
+// oldest member; a member whose latest entry differs from it is refused alone, whatever its age,
+// so that no team's queue sort changes the others' or stops their changes. A member refused for
+// another reason counts with the entry it keeps (its running one), never its latest spec.
+func queueSortRefusals(members []*member, running map[string]*profile.Profile, gates map[string]bool) map[*member]string {
 	oldestFirst := slices.Clone(members)
 	slices.SortFunc(oldestFirst, func(a, b *member) int { return byAge(a.profile, b.profile) })
 	var first *profile.Profile
+	agree := true
 	for _, m := range oldestFirst {
 		if m.entry == nil {
 			continue
@@ -320,18 +343,43 @@ func checkQueueSorts(members []*member, running map[string]*profile.Profile, gat
 			first = m.entry
 			continue
 		}
-		if m.refused() {
+		if msg, err := queueSortConflictOnce(*first, *m.entry, gates); err != nil || msg != "" {
+			agree = false
+			break
+		}
+	}
+	if agree {
+		return nil
+	}
+	ref, owner := schedulerQueueSort(oldestFirst, running)
+	refused := map[*member]string{}
+	for _, m := range oldestFirst {
+		if m.entry == nil || m.refused() || m.entry == ref {
 			continue
 		}
-		msg, err := queueSortConflictOnce(*first, *m.entry, gates)
+		msg, err := queueSortConflictOnce(*ref, *m.entry, gates)
 		if err != nil {
 			msg = err.Error()
 		}
 		if msg != "" {
-			m.queueSortConflict = msg
-			m.entry = running[m.profile.Name]
+			refused[m] = fmt.Sprintf("the Scheduler sorts its queue with %s (%s), and this profile's queue sort differs: %s", ref.QueueSortSpelling(), owner, msg)
 		}
 	}
+	return refused
+}
+
+// schedulerQueueSort is the entry whose queue sort a Scheduler's members share: one of the
+// configuration that runs (they all sort alike), else the oldest member's; and where it comes from.
+func schedulerQueueSort(oldestFirst []*member, running map[string]*profile.Profile) (*profile.Profile, string) {
+	if names := sortedKeys(running); len(names) > 0 {
+		return running[names[0]], "as the configuration that runs does"
+	}
+	for _, m := range oldestFirst {
+		if m.entry != nil {
+			return m.entry, "as its oldest member, SchedulerProfile " + m.profile.Name + ", does"
+		}
+	}
+	return nil, ""
 }
 
 // runningEntries are the entries of the configuration that runs now, by profile name (the
@@ -358,6 +406,8 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	out := map[string]*profile.Profile{}
 	for _, served := range s.Status.Profiles {
 		if e, ok := bySchedulerName[served.SchedulerName]; ok {
+			// A configuration an earlier operator rendered may spell a queue sort otherwise.
+			e = canonicalQueueSortOnce(e, proc.run.FeatureGates)
 			out[served.Name] = &e
 		}
 	}

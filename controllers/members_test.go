@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +12,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // TestSchedulersWithLeavingMembers: an event of a scheduler Deployment enqueues the Schedulers
@@ -50,5 +52,68 @@ func TestSchedulersWithLeavingMembers(t *testing.T) {
 	d.Labels = nil
 	if reqs := r.schedulersWithLeavingMembers(t.Context(), d); len(reqs) != 0 {
 		t.Errorf("A Deployment the operator does not manage enqueued %v", reqs)
+	}
+}
+
+// TestQueueSortRefusals: a member whose queue sort differs from its Scheduler's is refused alone,
+// whatever its age; the Scheduler's queue sort is that of the configuration that runs, and the
+// members change it only all together. On main before this rule, the oldest member's queue sort
+// was the reference, so the oldest member's change refused every other member instead.
+func TestQueueSortRefusals(t *testing.T) {
+	testutil.UseFIFOSort(t)
+	fifo := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
+		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: testutil.FIFOSortName}},
+	}}
+	entry := func(name string, plugins *schedulingv1alpha1.Plugins) *profile.Profile {
+		p := testutil.MakeProfile(name).Obj()
+		p.Spec.Plugins = plugins
+		e, err := profile.RenderProfile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e = profile.CanonicalQueueSort(e, nil)
+		return &e
+	}
+	mk := func(name string, minutesAgo int, plugins *schedulingv1alpha1.Plugins) *member {
+		p := createdAt(testutil.MakeProfile(name).SchedulerRef("s").Obj(), minutesAgo)
+		e := entry(name, plugins)
+		return &member{profile: p, schedulerName: name, entry: e, latest: e}
+	}
+	tests := []struct {
+		name        string
+		members     []*member
+		running     map[string]*profile.Profile
+		wantRefused []string
+	}{
+		{name: "all alike", members: []*member{mk("old", 10, nil), mk("young", 1, nil)}},
+		{name: "all change together", members: []*member{mk("old", 10, fifo), mk("young", 1, fifo)},
+			running: map[string]*profile.Profile{"old": entry("old", nil), "young": entry("young", nil)}},
+		{name: "the oldest member differs from the running configuration", members: []*member{mk("old", 10, fifo), mk("young", 1, nil)},
+			running: map[string]*profile.Profile{"old": entry("old", nil), "young": entry("young", nil)}, wantRefused: []string{"old"}},
+		{name: "a younger member differs from the running configuration", members: []*member{mk("old", 10, nil), mk("young", 1, fifo)},
+			running: map[string]*profile.Profile{"old": entry("old", nil)}, wantRefused: []string{"young"}},
+		{name: "nothing runs: the oldest member's", members: []*member{mk("old", 10, fifo), mk("young", 1, nil), mk("new", 0, nil)},
+			wantRefused: []string{"new", "young"}},
+		{name: "a member refused for another reason counts with its running entry", members: func() []*member {
+			old, young := mk("old", 10, fifo), mk("young", 1, fifo)
+			young.invalid, young.entry = "invalid", entry("young", nil)
+			return []*member{old, young}
+		}(), running: map[string]*profile.Profile{"young": entry("young", nil)}, wantRefused: []string{"old"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for m, msg := range queueSortRefusals(tc.members, tc.running, nil) {
+				if !strings.Contains(msg, "the Scheduler sorts its queue with") {
+					t.Errorf("message %q does not name the Scheduler's queue sort", msg)
+				}
+				got = append(got, m.profile.Name)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tc.wantRefused, got); diff != "" {
+				t.Errorf("refused (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -106,6 +106,8 @@ var (
 	memberChecks = newMemo[memberCheck](8192)
 	// queueSorts are upstream's messages on two entries' queue sorts, by both entries and the gates.
 	queueSorts = newMemo[string](8192)
+	// canonicalSorts are entries with their queue sort written the one way, by entry and gates.
+	canonicalSorts = newMemo[profile.Profile](8192)
 	// processChecks are the results of ValidateProcess by configuration and gates ("" for valid).
 	processChecks = newMemo[string](512)
 	// runningProfiles are the entries of running configurations by ConfigMap UID (they are immutable).
@@ -159,6 +161,18 @@ func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
 		return nil
 	}
 	return errors.New(msg)
+}
+
+// canonicalQueueSortOnce is profile.CanonicalQueueSort, remembered by the entry and the gates.
+func canonicalQueueSortOnce(p profile.Profile, gates map[string]bool) profile.Profile {
+	key := p.Fingerprint()
+	if key == "" {
+		return profile.CanonicalQueueSort(p, gates)
+	}
+	out, _ := canonicalSorts.do(keyOf(key, gates), func() (profile.Profile, error) {
+		return profile.CanonicalQueueSort(p, gates), nil
+	})
+	return out
 }
 
 // queueSortConflictOnce is profile.QueueSortConflict, remembered by what of both entries decides

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -231,6 +232,9 @@ type observation struct {
 	queueSortConflict string
 	// limit is set when a valid shared profile does not fit into its Scheduler.
 	limit limitRefusal
+	// notServed says which configuration a member's Scheduler runs when its replicas do not
+	// serve the member's own entry; "" when they do, and for a profile with its own scheduler.
+	notServed string
 	// config is the valid configuration that was applied: the profile's own, or the one of its
 	// Scheduler that serves its latest spec.
 	config *profile.Config
@@ -345,6 +349,9 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if obs.rollout.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil {
 		return err
 	}
+	if obs.notServed, err = r.memberNotServed(ctx, s, proc, obs.deployment, p); err != nil {
+		return err
+	}
 	if s.DeletionTimestamp != nil {
 		// A Scheduler being deleted serves the profile only until its Deployment is gone; the
 		// profile's own scheduler, if it still has one, is kept.
@@ -392,6 +399,28 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		return r.releaseOwnProcess(ctx, p, obs.schedulerName)
 	}
 	return nil
+}
+
+// memberNotServed says which configuration the Scheduler's replicas run when it has no entry of
+// the member p, "" when its replicas serve p. The entry must be in the configuration of the
+// Deployment's template; while that configuration rolls out, old replicas may run one without
+// it, so a member that was not Available becomes so only once the rollout is complete.
+func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment, p *schedulingv1alpha1.SchedulerProfile) (string, error) {
+	if d == nil {
+		return "", nil // availability says nothing runs
+	}
+	running, err := r.runningEntries(ctx, s, proc, d)
+	if err != nil {
+		return "", err
+	}
+	configMap := proc.names.configMap(d.Spec.Template.Annotations[AnnotationConfigHash])
+	if running[p.Name] == nil {
+		return fmt.Sprintf("Scheduler %s runs the configuration %s, which has no entry of this profile (see ConfigValid)", s.Name, configMap), nil
+	}
+	if !deploymentAvailable(d) && !meta.IsStatusConditionTrue(p.Status.Conditions, schedulingv1alpha1.ConditionAvailable) {
+		return fmt.Sprintf("Scheduler %s is rolling out the configuration %s, which has this profile's entry; its available replicas may run one without it", s.Name, configMap), nil
+	}
+	return "", nil
 }
 
 // releaseOwnProcess removes the scheduler a member may have run on its own. It is done once per

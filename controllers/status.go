@@ -71,7 +71,7 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, obs.limit.reason, obs.limit.message)
 	case obs.queueSortConflict != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonQueueSortConflict,
-			"the profiles of one scheduler must sort the queue alike, and this one differs from the oldest profile of Scheduler "+p.Spec.SchedulerRef.Name+", so it is not rolled out: "+obs.queueSortConflict)
+			"the profiles of one scheduler must sort the queue alike; this change is not rolled out, and the other profiles of Scheduler "+p.Spec.SchedulerRef.Name+" are: "+obs.queueSortConflict)
 	case obs.config != nil:
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionTrue, schedulingv1alpha1.ReasonConfigAccepted,
 			"the configuration passed the scheduler's decoding, validation and plugin construction")
@@ -85,6 +85,9 @@ func setAvailableCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observat
 		return
 	}
 	status, reason, message := availability(obs.deployment)
+	if status == metav1.ConditionTrue && obs.notServed != "" {
+		status, reason, message = metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServed, obs.notServed
+	}
 	setCondition(p, schedulingv1alpha1.ConditionAvailable, status, reason, message)
 }
 

@@ -21,8 +21,8 @@ const (
 	ReasonInvalidConfig = "InvalidConfig"
 	// ReasonSchedulerNameConflict means an older profile already claims the same schedulerName.
 	ReasonSchedulerNameConflict = "SchedulerNameConflict"
-	// ReasonQueueSortConflict means the profile's queueSort plugin or its args differ from those of
-	// the oldest profile of its Scheduler; upstream requires one queue sort per process.
+	// ReasonQueueSortConflict means the profile's queueSort plugin or its args differ from its
+	// Scheduler's (that of the configuration that runs); upstream requires one queue sort per process.
 	ReasonQueueSortConflict = "QueueSortConflict"
 	// ReasonRequiredAPIUnavailable means a feature gate of the scheduler needs an API that the
 	// cluster does not serve; the message names it and the apiserver flags that serve it.
@@ -61,6 +61,9 @@ const (
 	ReasonNoReplicasAvailable = "NoReplicasAvailable"
 	// ReasonNotRolledOut means no valid configuration has been rolled out, so no scheduler runs.
 	ReasonNotRolledOut = "NotRolledOut"
+	// ReasonNotServed means the Scheduler's replicas run, but not a configuration with this
+	// member's entry; the message says which configuration runs.
+	ReasonNotServed = "NotServed"
 	// ReasonSchedulerNotFound means the Scheduler that spec.schedulerRef names does not exist; the
 	// profile runs as soon as it is created.
 	ReasonSchedulerNotFound = "SchedulerNotFound"

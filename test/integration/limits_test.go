@@ -62,8 +62,10 @@ func TestSchedulerMemberTooLarge(t *testing.T) {
 }
 
 // TestSchedulerAtTheMemberLimit: with a member limit of 2 (the test hook
-// ManagerOptions.MaxMembersPerScheduler), the third member is refused alone with TooManyMembers,
-// and the first two stay served; once one leaves, the third is served.
+// ManagerOptions.MaxMembersPerScheduler), the third member is refused alone with TooManyMembers
+// and is not Available (NotServed), and the first two stay served; once one leaves, the third is
+// served and Available. On main before members' availability was their own, the third member
+// copied the Scheduler's Available=True although nothing served it.
 func TestSchedulerAtTheMemberLimit(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
@@ -80,7 +82,8 @@ func TestSchedulerAtTheMemberLimit(t *testing.T) {
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)
 
 	k.createProfile(t, testutil.MakeProfile(third).SchedulerRef(sched).Obj())
-	p := k.waitForConditions(t, third, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonTooManyMembers})
+	p := k.waitForConditions(t, third, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonTooManyMembers},
+		conditionWant{schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServed})
 	want := fmt.Sprintf("Scheduler %s serves its maximum of 2 profiles; this one is not served until another leaves", sched)
 	if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; msg != want {
 		t.Errorf("ConfigValid message %q, want %q", msg, want)
@@ -97,5 +100,8 @@ func TestSchedulerAtTheMemberLimit(t *testing.T) {
 	})
 
 	k.deleteProfileAndObjects(t, first)
-	k.waitForScheduler(t, sched, "to serve the third member once the first left", servesProfiles(second, third))
+	s = k.waitForScheduler(t, sched, "to serve the third member once the first left", servesProfiles(second, third))
+	k.waitForConditions(t, third, conditionWant{schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNotServed})
+	k.markDeploymentAvailable(t, s.Status.DeploymentName)
+	k.waitForConditions(t, third, configValid, available)
 }

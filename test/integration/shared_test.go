@@ -105,27 +105,16 @@ func TestSharedSchedulerMembers(t *testing.T) {
 		}
 	})
 
-	t.Run("a queue sort conflict is refused on the younger member only", func(t *testing.T) {
-		// Valid alone, but upstream compares the queueSort sets as written, so an explicit
-		// PrioritySort differs from the oldest member's default one.
+	t.Run("a member that writes the default queue sort out joins the others", func(t *testing.T) {
+		// Upstream compares the queueSort sets as written, so an explicit PrioritySort differed
+		// from the default one until the operator wrote every queue sort one way.
 		d := testutil.MakeProfile(sched + "-d").SchedulerRef(sched).Obj()
-		d.Spec.Plugins = &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
-			Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
-			Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
-		}}
+		d.Spec.Plugins = spelledOutQueueSort
 		k.createProfile(t, d)
-		p := k.waitForConditions(t, d.Name, conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonQueueSortConflict})
-		if msg := findCondition(p, schedulingv1alpha1.ConditionConfigValid).Message; !strings.Contains(msg, "spec.plugins.queueSort") {
-			t.Errorf("ConfigValid message %q does not name spec.plugins.queueSort", msg)
-		}
-		testutil.Consistently(t, 2*time.Second, "the Scheduler to leave d out", func(ctx context.Context) error {
-			now, err := k.getScheduler(ctx, sched)
-			if err != nil {
-				return err
-			}
-			return servesProfiles(a, b, c)(now)
-		})
+		k.waitForScheduler(t, sched, "to serve d too", servesProfiles(a, b, c, d.Name))
+		k.waitForConditions(t, d.Name, configValid)
 		k.waitForConditions(t, a, configValid)
+		// d is deleted when this subtest ends (createProfile's cleanup).
 	})
 
 	t.Run("a member that leaves is removed from the configuration", func(t *testing.T) {

@@ -240,12 +240,22 @@ func TestRefusedSchedulerAndMember(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
 	}
-	// Valid alone, but upstream compares the queueSort sets as written, so an explicit
-	// PrioritySort differs from the oldest member's default one.
+	// The default queue sort written out is the same queue sort: the operator writes every queue
+	// sort one way, so the member is admitted (a dry run stores nothing).
+	spelled := testutil.MakeProfile("queue-sort-b").SchedulerRef(s.Name).Obj()
+	spelled.Spec.Plugins = &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
+		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
+	}}
+	if err := k8sClient.Create(ctx, spelled, client.DryRunAll); err != nil {
+		t.Errorf("A member that writes the default queue sort out: %v", err)
+	}
+	// Another plugin really sorts the queue otherwise.
+	testutil.UseFIFOSort(t)
 	younger := testutil.MakeProfile("queue-sort-b").SchedulerRef(s.Name).Obj()
 	younger.Spec.Plugins = &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
-		Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: testutil.FIFOSortName}},
 	}}
 	if got := testutil.InvalidCauses(t, k8sClient.Create(ctx, younger)); len(got) != 1 || !strings.HasPrefix(got[0], "spec.plugins.queueSort: Invalid value: the profiles of Scheduler queue-sort must sort the queue alike") {
 		t.Errorf("Refusal of a member with another queue sort: %q", got)

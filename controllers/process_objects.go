@@ -377,7 +377,8 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 // template of that revision's ReplicaSet and the time it was applied (that of live while live
 // runs it); nil when the ReplicaSet is gone.
 // failedImage is the image of the revision rolled back from; a rollback to another image stops
-// the upgrade wave of that image (markImageRollback).
+// the upgrade wave of that image (markImageRollback), and a rollback keeps the mark of an
+// earlier one (carryImageRollback).
 func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (*owned, error) {
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
@@ -391,6 +392,9 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 	stampApplied(d, live, time.Now())
 	oneLeaderStrategy(proc, d, live)
 	markImageRollback(d, failedImage)
+	// A later rollback, of a user's change, keeps the mark that stopped the wave of the
+	// operator's image: without it the apply drops the annotation and the image is tried again.
+	carryImageRollback(d, live, r.settings.image)
 	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
 	return &o, nil
 }

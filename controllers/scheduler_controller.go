@@ -64,6 +64,9 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingScheduler)).
 		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
 		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelScheduler)).
+		// An owner that cannot move (refused, deleted) neither takes nor holds a turn.
+		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelScheduler), builder.WithPredicates(waveTurnChanged)).
+		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelScheduler), builder.WithPredicates(waveTurnChanged)).
 		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
 		Complete(r)

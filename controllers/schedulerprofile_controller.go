@@ -93,6 +93,9 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingProfile)).
 		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
 		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelProfile)).
+		// An owner that cannot move (refused, deleted) neither takes nor holds a turn.
+		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
+		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
 		Complete(r)
 }
 

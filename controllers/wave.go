@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -81,20 +84,20 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 				"the operator's scheduler image %s was rolled back on Deployment %s, so the upgrade stopped: this scheduler stays on %s until the operator's image changes", image, m.name, current)}
 		}
 	}
-	inFlight := 0
-	var pending []string
+	var inFlight, pending []string
 	for _, m := range members {
 		switch {
 		case !m.moves && m.name != self:
 		case m.upgraded(image) && !m.available:
-			inFlight++
+			inFlight = append(inFlight, m.name)
 		case !m.upgraded(image):
 			pending = append(pending, m.name)
 		}
 	}
 	slices.Sort(pending)
-	slots := max(maxInFlight, 1) - inFlight
-	if pos := slices.Index(pending, self); pos >= 0 && pos < slots {
+	slots := max(maxInFlight, 1) - len(inFlight)
+	pos := slices.Index(pending, self)
+	if pos >= 0 && pos < slots {
 		return upgradeStep{image: image}
 	}
 	from, to := current, image
@@ -103,8 +106,22 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 		to += " and its " + profile.LeasePrefix + " lease"
 	}
 	return upgradeStep{image: current, legacyLease: legacy, held: fmt.Sprintf(
-		"waiting for its turn to move from %s to the operator's scheduler image %s: %d scheduler(s) at a time, %d rolling out now, %d waiting",
-		from, to, max(maxInFlight, 1), inFlight, len(pending))}
+		"waiting for its turn to move from %s to the operator's scheduler image %s: %d scheduler(s) at a time, %d rolling out now%s, %d waiting%s",
+		from, to, max(maxInFlight, 1), len(inFlight), deployments(" (", inFlight, ")"), len(pending), deployments("; before it: ", pending[:max(pos, 0)], ""))}
+}
+
+// deployments names a few Deployments between prefix and suffix, for a held scheduler's status;
+// "" for none.
+func deployments(prefix string, names []string, suffix string) string {
+	const shown = 3
+	switch {
+	case len(names) == 0:
+		return ""
+	case len(names) > shown:
+		return prefix + "Deployment " + strings.Join(names[:shown], ", ") + fmt.Sprintf(" and %d more", len(names)-shown) + suffix
+	default:
+		return prefix + "Deployment " + strings.Join(names, ", ") + suffix
+	}
 }
 
 // upgradeStepOf reads the scheduler Deployments of the operator's namespace and plans the image
@@ -137,8 +154,9 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 }
 
 // movingOwners are the owners whose scheduler Deployment a pass rolls to a new template, by
-// owner label and name: the dedicated profiles with a valid configuration and the Schedulers,
-// none being deleted.
+// owner label and name: the dedicated profiles with a valid configuration and the Schedulers
+// whose rollout is not refused, none being deleted. An owner that cannot move takes no turn in
+// the wave and holds none.
 func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[string]bool, error) {
 	var profiles schedulingv1alpha1.SchedulerProfileList
 	if err := r.client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil { // only read
@@ -149,14 +167,41 @@ func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[strin
 		return nil, fmt.Errorf("listing Schedulers: %w", err)
 	}
 	out := map[string]map[string]bool{LabelProfile: {}, LabelScheduler: {}}
-	for _, p := range profiles.Items {
-		valid := !meta.IsStatusConditionFalse(p.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
-		out[LabelProfile][p.Name] = p.DeletionTimestamp == nil && p.Spec.SchedulerRef.Name == "" && valid
+	for i := range profiles.Items {
+		out[LabelProfile][profiles.Items[i].Name] = ownerMoves(&profiles.Items[i])
 	}
-	for _, s := range schedulers.Items {
-		out[LabelScheduler][s.Name] = s.DeletionTimestamp == nil
+	for i := range schedulers.Items {
+		out[LabelScheduler][schedulers.Items[i].Name] = ownerMoves(&schedulers.Items[i])
 	}
 	return out, nil
+}
+
+// ownerMoves tells whether a pass rolls the owner's scheduler Deployment to a new template: a
+// dedicated profile with a valid configuration, or a Scheduler whose rollout is not refused, not
+// being deleted.
+func ownerMoves(obj client.Object) bool {
+	switch o := obj.(type) {
+	case *schedulingv1alpha1.SchedulerProfile:
+		return o.DeletionTimestamp == nil && o.Spec.SchedulerRef.Name == "" &&
+			!meta.IsStatusConditionFalse(o.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
+	case *schedulingv1alpha1.Scheduler:
+		return o.DeletionTimestamp == nil && !rolloutRefused(o.Status.Conditions)
+	}
+	return false
+}
+
+// refusedRollouts are the reasons of a Scheduler's Degraded condition that mean no new template
+// is applied until someone fixes something: its settings, Secrets, the cluster's APIs or version.
+var refusedRollouts = []string{
+	schedulingv1alpha1.ReasonInvalidConfigNotRolledOut, schedulingv1alpha1.ReasonSecretNotFound,
+	schedulingv1alpha1.ReasonSecretInvalid, schedulingv1alpha1.ReasonRequiredAPIUnavailable,
+	schedulingv1alpha1.ReasonVersionSkew,
+}
+
+// rolloutRefused tells whether a Scheduler's status says its rollouts are refused.
+func rolloutRefused(conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, schedulingv1alpha1.ConditionDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && slices.Contains(refusedRollouts, c.Reason)
 }
 
 // upgraded tells whether a scheduler Deployment has what the operator gives every template: its
@@ -241,18 +286,40 @@ func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventH
 		if obj.GetLabels()[labelManagedBy] != FieldManager {
 			return nil
 		}
-		var list appsv1.DeploymentList
-		if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace), client.HasLabels{ownerLabel},
-			client.MatchingFields{indexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
-			log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Labels[ownerLabel]}})
-		}
-		return reqs
+		return r.heldOwners(ctx, ownerLabel)
 	})
+}
+
+// enqueueHeldOwners enqueues, when a profile or Scheduler starts or stops taking part in the wave
+// (waveTurnChanged), the held owners of ownerLabel: a refused owner no longer holds a turn.
+func (r *processObjects) enqueueHeldOwners(ownerLabel string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return r.heldOwners(ctx, ownerLabel)
+	})
+}
+
+// heldOwners are the owners of ownerLabel whose Deployment is not on the operator's image or lease.
+func (r *processObjects) heldOwners(ctx context.Context, ownerLabel string) []reconcile.Request {
+	var list appsv1.DeploymentList
+	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace), client.HasLabels{ownerLabel},
+		client.MatchingFields{indexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
+		log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Name: list.Items[i].Labels[ownerLabel]}})
+	}
+	return reqs
+}
+
+// waveTurnChanged passes the events of a profile or Scheduler whose part in the wave changes:
+// it was deleted, or ownerMoves changed.
+var waveTurnChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return ownerMoves(e.ObjectOld) != ownerMoves(e.ObjectNew) },
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // upgradeStopped returns the Progressing condition of after when it newly says that the

@@ -46,13 +46,13 @@ func TestPlanUpgrade(t *testing.T) {
 		self:      "b",
 		members:   []waveMember{on("a", v1, true), on("b", v1, true)},
 		wantImage: v1,
-		wantHeld:  "waiting for its turn to move from example.com/spo:v1 to the operator's scheduler image example.com/spo:v2: 1 scheduler(s) at a time, 0 rolling out now, 2 waiting",
+		wantHeld:  "waiting for its turn to move from example.com/spo:v1 to the operator's scheduler image example.com/spo:v2: 1 scheduler(s) at a time, 0 rolling out now, 2 waiting; before it: Deployment a",
 	}, {
 		name:      "the second waits while the first rolls out",
 		self:      "b",
 		members:   []waveMember{on("a", v2, false), on("b", v1, true)},
 		wantImage: v1,
-		wantHeld:  "1 rolling out now, 1 waiting",
+		wantHeld:  "1 rolling out now (Deployment a), 1 waiting",
 	}, {
 		name:      "the second goes once the first is available",
 		self:      "b",
@@ -104,7 +104,7 @@ func TestPlanUpgrade(t *testing.T) {
 		members:    []waveMember{legacy("a", v1, true), legacy("b", v1, true)},
 		wantImage:  v1,
 		wantLegacy: true,
-		wantHeld:   "waiting for its turn to move from example.com/spo:v1 and the lease of an operator version before the lease prefix to the operator's scheduler image example.com/spo:v2 and its schedops- lease: 1 scheduler(s) at a time, 0 rolling out now, 2 waiting",
+		wantHeld:   "waiting for its turn to move from example.com/spo:v1 and the lease of an operator version before the lease prefix to the operator's scheduler image example.com/spo:v2 and its schedops- lease: 1 scheduler(s) at a time, 0 rolling out now, 2 waiting; before it: Deployment a",
 	}, {
 		name:      "its turn moves the image and the lease together",
 		self:      "a",
@@ -116,14 +116,14 @@ func TestPlanUpgrade(t *testing.T) {
 		members:    []waveMember{on("a", v2, false), legacy("b", v1, true)},
 		wantImage:  v1,
 		wantLegacy: true,
-		wantHeld:   "1 rolling out now, 1 waiting",
+		wantHeld:   "1 rolling out now (Deployment a), 1 waiting",
 	}, {
 		name:       "the lease alone is paced too, with the image unchanged",
 		self:       "b",
 		members:    []waveMember{legacy("a", v2, true), legacy("b", v2, true)},
 		wantImage:  v2,
 		wantLegacy: true,
-		wantHeld:   "1 scheduler(s) at a time, 0 rolling out now, 2 waiting",
+		wantHeld:   "1 scheduler(s) at a time, 0 rolling out now, 2 waiting; before it: Deployment a",
 	}, {
 		name:      "on the operator's image but the legacy lease: its turn",
 		self:      "a",

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -173,4 +174,54 @@ func (k *cluster) waitForProgressing(t *testing.T, name, reason string) {
 		}
 		return nil
 	})
+}
+
+// TestUpgradeWaveSkipsARefusedScheduler: a Scheduler whose rollout is refused, first in name
+// order, neither takes nor holds a turn of the wave: after an operator restart that no longer
+// allows its priority class, every other scheduler still moves to the new image, one at a time,
+// and the refused one keeps running its image. On main before refused Schedulers left the wave,
+// the Scheduler kept the first slot and every other scheduler waited (UpgradeWaiting) for good.
+func TestUpgradeWaveSkipsARefusedScheduler(t *testing.T) {
+	k := suiteCluster()
+	k.ensureOperatorNamespace(t)
+	const v1, v2, priorityClass = "example.com/spo:v1", "example.com/spo:v2", "team-critical"
+	start := func(image string, allowed ...string) *framework.Operator {
+		o := operatorOptions
+		o.SchedulerImage, o.AllowedPriorityClasses = image, allowed
+		return framework.StartOperator(t, k.cfg, o)
+	}
+	prefix := uniqueName("refusedwave")
+	sched, member := prefix+"-a", prefix+"-a-member" // the Scheduler's Deployment is first in name order
+	names := []string{prefix + "-b", prefix + "-c"}
+
+	op := start(v1, priorityClass)
+	s := testutil.MakeScheduler(sched).Obj()
+	s.Spec.PriorityClassName = ptr.To(priorityClass)
+	k.createScheduler(t, s)
+	k.createProfile(t, testutil.MakeProfile(member).SchedulerRef(sched).Obj())
+	served := k.waitForScheduler(t, sched, "to serve its member", servesProfiles(member))
+	k.markDeploymentAvailable(t, served.Status.DeploymentName)
+	k.waitForScheduler(t, sched, "to be available", schedulerCondition(conditionWant{schedulingv1alpha1.ConditionAvailable, metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable}))
+	k.settledProfiles(t, op, names)
+
+	// The new operator no longer allows the Scheduler's priority class: its rollout is refused.
+	start(v2)
+	k.waitForScheduler(t, sched, "to be refused", schedulerCondition(conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut}))
+	for i, name := range names {
+		k.waitForImages(t, names, v2, i+1)
+		k.settle(t, name, "v2")
+	}
+	if got := schedulerImageOf(k.liveDeployment(t, served.Status.DeploymentName)); got != v1 {
+		t.Errorf("the refused Scheduler's Deployment runs %q, want it kept on %q", got, v1)
+	}
+}
+
+// schedulerImageOf is the image of a scheduler Deployment's scheduler container.
+func schedulerImageOf(d *appsv1.Deployment) string {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "kube-scheduler" {
+			return c.Image
+		}
+	}
+	return ""
 }

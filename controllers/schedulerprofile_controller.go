@@ -194,10 +194,8 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	before := p.DeepCopy()
 	setStatus(p, obs)
 	if err := r.updateStatus(ctx, before, p); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			// The cache held an older profile; the newer one (or its deletion) is on its way and
-			// reconciles again.
-			return ctrl.Result{}, nil
+		if res, ok := afterStaleWrite(err); ok {
+			return res, nil
 		}
 		return ctrl.Result{}, err
 	}

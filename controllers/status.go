@@ -3,14 +3,17 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -269,4 +272,21 @@ func bounded(s string, limit int) string {
 		cut--
 	}
 	return s[:cut] + truncatedMark
+}
+
+// staleWriteRetry is how soon a pass whose status write met a newer object runs again.
+const staleWriteRetry = 200 * time.Millisecond
+
+// afterStaleWrite is the result of a pass whose status write failed with err because the cache
+// held an older object, and true; false for any other error. A deleted object is not requeued.
+// A conflict is: the newer object's event may be one the watch filters (a member's own status
+// write), so without a requeue the status could stay stale until the next resync.
+func afterStaleWrite(err error) (ctrl.Result, bool) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, true
+	case apierrors.IsConflict(err):
+		return ctrl.Result{RequeueAfter: staleWriteRetry}, true
+	}
+	return ctrl.Result{}, false
 }

@@ -1,14 +1,17 @@
 package controllers
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -187,5 +190,30 @@ func TestBounded(t *testing.T) {
 	setConditionOn(&conds, 1, "Degraded", metav1.ConditionTrue, "X", strings.Repeat("y", 40000))
 	if len(conds[0].Message) > maxConditionMessage {
 		t.Errorf("a condition message has %d characters, limit %d", len(conds[0].Message), maxConditionMessage)
+	}
+}
+
+// TestAfterStaleWrite: a conflict on a status write requeues the pass (the newer object's event
+// may be filtered, as a member's own status write is), a deleted object does not, and another
+// error is returned. Before, a conflict ended the pass without a requeue.
+func TestAfterStaleWrite(t *testing.T) {
+	gr := schema.GroupResource{Group: schedulingv1alpha1.GroupVersion.Group, Resource: "schedulerprofiles"}
+	tests := []struct {
+		name        string
+		err         error
+		wantHandled bool
+		wantRequeue bool
+	}{
+		{name: "conflict", err: apierrors.NewConflict(gr, "p", errors.New("changed")), wantHandled: true, wantRequeue: true},
+		{name: "deleted", err: apierrors.NewNotFound(gr, "p"), wantHandled: true},
+		{name: "other", err: errors.New("connection refused")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, handled := afterStaleWrite(tc.err)
+			if handled != tc.wantHandled || (res.RequeueAfter > 0) != tc.wantRequeue {
+				t.Errorf("afterStaleWrite = %+v, %v; want handled %v, requeue %v", res, handled, tc.wantHandled, tc.wantRequeue)
+			}
+		})
 	}
 }

@@ -22,8 +22,8 @@ import (
 // B's profile whose extender names it is refused (SecretInvalid, naming the annotation and B)
 // and gets no scheduler, so nothing of the Secret is mounted for B, while A's scheduler mounts
 // it. Once the Secret consents to every profile ("*"), B's scheduler rolls out with it, without
-// a change of B's spec. On main before this change B's Deployment mounted A's Secret: the label
-// was the whole consent.
+// a change of B's spec. On main before this change B's profile rolled out and its Deployment
+// mounted A's Secret: the label was the whole consent.
 func TestControllerSecretConsentNamesItsUsers(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)

@@ -15,10 +15,11 @@ import (
 )
 
 // clusterErrors are the admission checks of what a process takes from the cluster: the Secrets
-// its extenders name (consent label, pair, CA, and a CA for HTTPS) and the APIs its feature gates
-// need, refused with their fields as the reconcilers refuse them before a rollout. Both can
-// change after admission, so the reconcilers check them again on every pass. A Secret that does
-// not exist yet is only a warning: it may be created after the object that names it.
+// its extenders name (consent to this process, pair, CA, and a CA for HTTPS) and the APIs its
+// feature gates need, refused with their fields as the reconcilers refuse them before a
+// rollout. Both can change after admission, so the reconcilers check them again on every pass.
+// A Secret that does not exist yet is only a warning: it may be created after the object that
+// names it.
 func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (field.ErrorList, admission.Warnings, error) {
 	errs, warnings, err := r.extenderSecretErrors(ctx, proc)
 	if err != nil {
@@ -61,7 +62,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process
 			warnings = append(warnings, fmt.Sprintf("%s: Secret %s does not exist; nothing is rolled out until it does", path, key))
 			continue
 		}
-		if refusal := checkExtenderSecret(key, secret); refusal.refused() {
+		if refusal := checkExtenderSecret(key, secret, proc.secretUser()); refusal.refused() {
 			errs = append(errs, field.Invalid(path, key.Name, refusal.message))
 			continue
 		}

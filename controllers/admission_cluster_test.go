@@ -20,12 +20,17 @@ import (
 )
 
 // TestAdmissionOfWhatComesFromTheCluster: the webhook refuses, at the extender's secretRef, a
-// Secret that the reconcilers would refuse before a rollout (no consent label, a pair that does
-// not match, HTTPS left without a CA), and at the gate a feature gate whose API the cluster does
-// not serve, on a profile and on a Scheduler; a Secret that does not exist yet is a warning.
+// Secret that the reconcilers would refuse before a rollout (no consent label, a consent that
+// lists neither the profile nor the Scheduler, a pair that does not match, HTTPS left without a
+// CA), and at the gate a feature gate whose API the cluster does not serve, on a profile and on
+// a Scheduler; a Secret that does not exist yet is a warning.
 func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 	unlabelled := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
 	unlabelled.Labels = nil
+	forOthers := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
+	forOthers.Annotations[AnnotationExtenderTLSFor] = "s,Scheduler/p"
+	forEveryone := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
+	forEveryone.Annotations[AnnotationExtenderTLSFor] = "*"
 	const named = "named in an extender's tlsConfig.secretRef"
 	// What a 1.37 apiserver serves by default: no composite pod groups.
 	served := []*metav1.APIResourceList{
@@ -45,7 +50,10 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 	}{
 		{name: "a labelled Secret with its pair and CA", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))}},
 		{name: "a Secret without consent", secrets: []*corev1.Secret{unlabelled},
-			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so`}},
+			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "<user>" in its annotation scheduling.schedops.io/extender-tls-for`}},
+		{name: "a Secret that consents to another profile and Scheduler", secrets: []*corev1.Secret{forOthers},
+			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `, does not consent to <user>: its annotation scheduling.schedops.io/extender-tls-for does not list "<user>"; the Secret's owner adds it there to consent`}},
+		{name: "a Secret that consents to everyone", secrets: []*corev1.Secret{forEveryone}},
 		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key2, "ca.crt", string(cert1)))},
 			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`}},
 		{name: "HTTPS and a Secret without a CA", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key1))},
@@ -80,14 +88,14 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				settings := schedulingv1alpha1.SchedulerSettings{FeatureGates: tc.gates}
 				var causes []string
 				var warnings admission.Warnings
-				gates := "spec.scheduler.featureGates"
+				gates, user := "spec.scheduler.featureGates", "p"
 				if kind == "SchedulerProfile" {
 					p := testutil.MakeProfile("p").SchedulerSettings(settings).Obj()
 					p.Spec.Extenders = extenders
 					w, err := (&profileValidator{processObjects: r}).ValidateCreate(t.Context(), p)
 					causes, warnings = testutil.InvalidCauses(t, err), w
 				} else {
-					gates = "spec.featureGates"
+					gates, user = "spec.featureGates", "Scheduler/s"
 					s := testutil.MakeScheduler("s").Obj()
 					s.Spec.SchedulerSettings, s.Spec.Extenders = settings, extenders
 					w, err := (&schedulerValidator{r}).ValidateCreate(t.Context(), s)
@@ -95,7 +103,7 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				}
 				want := make([]string, len(tc.wantCauses))
 				for i, c := range tc.wantCauses {
-					want[i] = strings.Replace(c, "<gates>", gates, 1)
+					want[i] = strings.ReplaceAll(strings.Replace(c, "<gates>", gates, 1), "<user>", user)
 				}
 				if diff := cmp.Diff(want, causes, cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("causes (-want +got):\n%s", diff)

@@ -43,6 +43,11 @@ const (
 	// author could mount any Secret of the operator's namespace (another team's client
 	// certificate, the webhook's serving certificate).
 	LabelExtenderTLS = "scheduling.schedops.io/extender-tls"
+	// AnnotationExtenderTLSFor, on a Secret labelled LabelExtenderTLS, names who the consent is
+	// for: comma-separated SchedulerProfile names (spaces around a name are ignored), a Scheduler
+	// as "Scheduler/<name>", or "*" for every profile and Scheduler. The label alone consents to
+	// no one: otherwise every profile author could mount a Secret consented for another team.
+	AnnotationExtenderTLSFor = "scheduling.schedops.io/extender-tls-for"
 
 	labelName      = "app.kubernetes.io/name"
 	labelInstance  = "app.kubernetes.io/instance"

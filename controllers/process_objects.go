@@ -69,10 +69,11 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	carryImageRollback(desired, live, r.settings.image)
 	revision := desired.Spec.Template.Annotations[AnnotationRevision]
 	if revision == st.failed {
-		rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, desiredImageOf(desired))
+		rollback, refused, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, desiredImageOf(desired))
 		if err != nil {
 			return nil, st, err
 		}
+		st.rollbackRefused = refused
 		objs = objs[:last]
 		if rollback != nil {
 			objs = append(objs, *rollback)
@@ -82,7 +83,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		// ran before included, rolls out. While the upgrade wave that a failed new image
 		// stopped holds the image, the failure stays on record (Degraded, RolloutFailed): the
 		// scheduler asks for the old image then, not for another spec.
-		st.failed, st.cause = "", ""
+		st.failed, st.cause, st.rollbackRefused = "", "", ""
 	}
 	if err := r.applyAll(ctx, objs); err != nil {
 		return nil, st, err
@@ -101,8 +102,9 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		return d, st, err
 	}
 	// The rollout of this revision failed just now: return to the last available one at once.
-	rollback, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, d, desiredImageOf(desired))
+	rollback, refused, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, d, desiredImageOf(desired))
 	if err != nil || rollback == nil {
+		st.rollbackRefused = refused
 		return d, st, err
 	}
 	if err := r.applyAll(ctx, []owned{*rollback}); err != nil {
@@ -375,18 +377,25 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 
 // rollbackDeployment is the Deployment of a process returned to an earlier revision, with the pod
 // template of that revision's ReplicaSet and the time it was applied (that of live while live
-// runs it); nil when the ReplicaSet is gone.
+// runs it); nil when the ReplicaSet is gone, or when the rollback is refused, and then refused
+// says why.
 // failedImage is the image of the revision rolled back from; a rollback to another image stops
 // the upgrade wave of that image (markImageRollback), and a rollback keeps the mark of an
 // earlier one (carryImageRollback).
-func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (*owned, error) {
+func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (rollback *owned, refused string, err error) {
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
-		return nil, fmt.Errorf("listing ReplicaSets: %w", err)
+		return nil, "", fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, revision)
 	if rs == nil {
-		return nil, nil
+		return nil, "", nil
+	}
+	// The template that live runs already mounts its Secrets: applying it again mounts nothing.
+	if live == nil || live.Spec.Template.Annotations[AnnotationRevision] != revision {
+		if refused, err := r.unconsentedSecret(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
+			return nil, refused, err
+		}
 	}
 	d := deploymentWith(proc, r.settings, rollbackTemplate(rs))
 	stampApplied(d, live, time.Now())
@@ -396,7 +405,28 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 	// operator's image: without it the apply drops the annotation and the image is tried again.
 	carryImageRollback(d, live, r.settings.image)
 	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
-	return &o, nil
+	return &o, "", nil
+}
+
+// unconsentedSecret says why the process may not mount a Secret of an earlier pod template
+// again, "" when it may: a rollback mounts them as a rollout does, and a Secret's consent may
+// have been withdrawn since that template ran (secretConsent). A Secret that is gone is refused
+// too: whatever Secret later takes its name would be mounted unchecked.
+func (r *processObjects) unconsentedSecret(ctx context.Context, proc *process, t *corev1.PodTemplateSpec) (string, error) {
+	for _, name := range templateSecrets(t) {
+		key := client.ObjectKey{Namespace: r.settings.namespace, Name: name}
+		secret := &corev1.Secret{}
+		if err := r.client.Get(ctx, key, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("Secret %s, which that revision mounts, does not exist", key), nil
+			}
+			return "", fmt.Errorf("reading Secret %s: %w", key, err)
+		}
+		if why := secretConsent(secret, proc.secretUser()); why != "" {
+			return fmt.Sprintf("Secret %s, which that revision mounts, %s", key, why), nil
+		}
+	}
+	return "", nil
 }
 
 // mayRunLegacyLease tells whether a pod on the process's legacy lease (a template of an operator

@@ -233,6 +233,18 @@ func podsOf(rs *appsv1.ReplicaSet, pods []corev1.Pod) []corev1.Pod {
 	return out
 }
 
+// templateSecrets are the Secrets that a pod template mounts, in volume order: those of the
+// revision's extenders, which a rollback to it mounts again.
+func templateSecrets(t *corev1.PodTemplateSpec) []string {
+	var names []string
+	for _, v := range t.Spec.Volumes {
+		if v.Secret != nil {
+			names = append(names, v.Secret.SecretName)
+		}
+	}
+	return names
+}
+
 // rollbackTemplate is the pod template of an earlier ReplicaSet as the operator applies it, without
 // the label that the Deployment controller adds.
 func rollbackTemplate(rs *appsv1.ReplicaSet) *corev1ac.PodTemplateSpecApplyConfiguration {
@@ -249,6 +261,9 @@ type rolloutState struct {
 	lastAvailable string
 	// failed is the revision that was rolled back, and cause says why.
 	failed, cause string
+	// rollbackRefused says why the Deployment was not returned to lastAvailable after failed:
+	// a Secret that revision mounts no longer consents (rollbackDeployment).
+	rollbackRefused string
 	// recheckAfter is when to look at a rollout in progress again, for a threshold or its
 	// deadline; not kept.
 	recheckAfter time.Duration
@@ -258,12 +273,13 @@ type rolloutState struct {
 
 // rolloutStateOf reads what a status remembers of the rollouts.
 func rolloutStateOf(ps schedulingv1alpha1.ProcessStatus) rolloutState {
-	return rolloutState{lastAvailable: ps.LastAvailableRevision, failed: ps.FailedRevision, cause: ps.RolloutFailure}
+	return rolloutState{lastAvailable: ps.LastAvailableRevision, failed: ps.FailedRevision, cause: ps.RolloutFailure, rollbackRefused: ps.RollbackRefusal}
 }
 
 // writeTo records the rollout state in a status.
 func (st rolloutState) writeTo(ps *schedulingv1alpha1.ProcessStatus) {
 	ps.LastAvailableRevision, ps.FailedRevision, ps.RolloutFailure = st.lastAvailable, st.failed, bounded(st.cause, maxRolloutFailure)
+	ps.RollbackRefusal = bounded(st.rollbackRefused, maxRolloutFailure)
 }
 
 // rolloutObservation is what one pass sees of the rollout of the Deployment's revision.
@@ -299,7 +315,7 @@ func (st rolloutState) next(o rolloutObservation) rolloutState {
 		st.lastAvailable = o.revision
 	case o.verdict == nil || !st.judges(o.revision, o.available):
 	case o.verdict.cause != "":
-		st.failed, st.cause = o.revision, o.verdict.cause
+		st.failed, st.cause, st.rollbackRefused = o.revision, o.verdict.cause, ""
 		st.recheckAfter = time.Second
 	default:
 		st.recheckAfter = o.verdict.recheckAfter
@@ -367,8 +383,13 @@ func appliedAt(d *appsv1.Deployment) (time.Time, bool) {
 	return t, err == nil
 }
 
-// rolloutFailedMessage is the Degraded message and event of a rolled-back revision.
+// rolloutFailedMessage is the Degraded message and event of a rolled-back revision, or of one
+// whose rollback was refused.
 func rolloutFailedMessage(st rolloutState) string {
+	if st.rollbackRefused != "" {
+		return fmt.Sprintf("the rollout of scheduler revision %s failed (%s); the Deployment is not returned to revision %s, the last that ran available, since a rollback is checked like a rollout: %s; a change of the spec tries again",
+			st.failed, st.cause, st.lastAvailable, st.rollbackRefused)
+	}
 	return fmt.Sprintf("the rollout of scheduler revision %s failed (%s); the Deployment was returned to revision %s, the last that ran available; a change of the spec tries again",
 		st.failed, st.cause, st.lastAvailable)
 }

@@ -11,6 +11,10 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // testNow is the clock of the rollout tests.
@@ -372,5 +376,77 @@ func TestRollbackTemplate(t *testing.T) {
 	}
 	if rs.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != "abc" {
 		t.Error("rollbackTemplate changed the ReplicaSet")
+	}
+}
+
+// TestRollbackChecksConsent: a rollback mounts the Secrets of the revision it returns to, so it
+// is refused, saying why, when one of them no longer consents to the process or is gone; a
+// Deployment that runs that revision already is given it again, since that mounts nothing new.
+func TestRollbackChecksConsent(t *testing.T) {
+	proc := dedicated(testutil.MakeProfile("p").Obj())
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "p-scheduler-1", Labels: proc.selectorLabels()}}
+	rs.Spec.Template.Labels = proc.selectorLabels()
+	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1"}
+	rs.Spec.Template.Spec.Volumes = []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "p-config-1"}}}},
+		{Name: "extender-tls-0", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "a"}}},
+		{Name: "extender-tls-1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "b"}}},
+	}
+	withdrawn := tlsSecret("b", nil)
+	withdrawn.Annotations[AnnotationExtenderTLSFor] = "q"
+	onRevision := func(rev string) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		d.Spec.Template.Annotations = map[string]string{AnnotationRevision: rev}
+		return d
+	}
+	const notFor = `Secret ops/b, which that revision mounts, does not consent to p: its annotation scheduling.schedops.io/extender-tls-for does not list "p"; the Secret's owner adds it there to consent`
+	tests := []struct {
+		name        string
+		secrets     []client.Object
+		live        *appsv1.Deployment
+		wantRefused string
+	}{
+		{name: "both Secrets consent", secrets: []client.Object{tlsSecret("a", nil), tlsSecret("b", nil)}, live: onRevision("r2")},
+		{name: "a Secret withdrew its consent", secrets: []client.Object{tlsSecret("a", nil), withdrawn}, live: onRevision("r2"), wantRefused: notFor},
+		{name: "a Secret withdrew its consent, no live Deployment", secrets: []client.Object{tlsSecret("a", nil), withdrawn}, wantRefused: notFor},
+		{name: "a Secret is gone", secrets: []client.Object{tlsSecret("a", nil)}, live: onRevision("r2"),
+			wantRefused: "Secret ops/b, which that revision mounts, does not exist"},
+		{name: "the Deployment runs the revision already", secrets: []client.Object{tlsSecret("a", nil), withdrawn}, live: onRevision("r1")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fakeObjects(append(tc.secrets, rs.DeepCopy())...)
+			rollback, refused, err := r.rollbackDeployment(t.Context(), proc, "r1", tc.live, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refused != tc.wantRefused {
+				t.Errorf("refused %q, want %q", refused, tc.wantRefused)
+			}
+			if (rollback == nil) != (tc.wantRefused != "") {
+				t.Fatalf("rollback %v with refusal %q: a rollback is made exactly when it is not refused", rollback, refused)
+			}
+			if rollback != nil {
+				d := typed[appsv1.Deployment](t, rollback.desired)
+				if got := d.Spec.Template.Annotations[AnnotationRevision]; got != "r1" {
+					t.Errorf("the rollback applies revision %q, want r1", got)
+				}
+			}
+		})
+	}
+}
+
+// TestRolloutFailedMessageOfARefusedRollback: the status says that the Deployment was not
+// returned, and why.
+func TestRolloutFailedMessageOfARefusedRollback(t *testing.T) {
+	st := rolloutState{lastAvailable: "r1", failed: "r2", cause: "pod x: Unschedulable for 1m0s", rollbackRefused: "Secret ops/b, which that revision mounts, does not exist"}
+	want := "the rollout of scheduler revision r2 failed (pod x: Unschedulable for 1m0s); the Deployment is not returned to revision r1, the last that ran available, since a rollback is checked like a rollout: Secret ops/b, which that revision mounts, does not exist; a change of the spec tries again"
+	if got := rolloutFailedMessage(st); got != want {
+		t.Errorf("message\n%s\nwant\n%s", got, want)
+	}
+	var ps schedulingv1alpha1.ProcessStatus
+	st.writeTo(&ps)
+	if got := rolloutStateOf(ps); got != st {
+		t.Errorf("the status keeps %+v, want %+v: a member reads its Scheduler's rollout from the status", got, st)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,8 +76,8 @@ func secretInvalid(format string, args ...any) secretRefusal {
 // readExtenderSecrets reads the Secrets that the process's extenders name into proc.secrets. It
 // returns, for the status, why they cannot be used: then nothing may be rolled out, since the
 // scheduler would not start or every extender call would fail its handshake, and a running
-// scheduler keeps its configuration. A Secret is used only when it consents
-// (LabelExtenderTLS), and its pair and CA are parsed as the scheduler's client parses them.
+// scheduler keeps its configuration. A Secret is used only when it consents to the process
+// (secretConsent), and its pair and CA are parsed as the scheduler's client parses them.
 func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process) (secretRefusal, error) {
 	proc.secrets = extenderSecrets{}
 	names := profile.ExtenderSecrets(proc.extenders)
@@ -94,7 +95,7 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 			}
 			return secretRefusal{}, fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		if refusal := checkExtenderSecret(key, secret); refusal.refused() {
+		if refusal := checkExtenderSecret(key, secret, proc.secretUser()); refusal.refused() {
 			return refusal, nil
 		}
 		if len(secret.Data[profile.SecretCAKey]) > 0 {
@@ -113,14 +114,15 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 	return secretRefusal{}, nil
 }
 
-// checkExtenderSecret refuses a Secret that does not say it may be used by extenders (another
-// team's client certificate, the webhook's serving certificate), or whose certificate and key
-// the scheduler's TLS client would not load: tls.X509KeyPair and the CA pool of client-go, so
-// that a mismatched pair is refused before rollout instead of failing every handshake after.
-func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret) secretRefusal {
+// checkExtenderSecret refuses a Secret that does not consent to user, a name of secretUser
+// (another team's client certificate, the webhook's serving certificate), or whose certificate
+// and key the scheduler's TLS client would not load: tls.X509KeyPair and the CA pool of
+// client-go, so that a mismatched pair is refused before rollout instead of failing every
+// handshake after. The admission webhook and the reconcilers both call it.
+func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret, user string) secretRefusal {
 	const named = "named in an extender's tlsConfig.secretRef"
-	if secret.Labels[LabelExtenderTLS] != "true" {
-		return secretInvalid("Secret %s, %s, is not labelled %s=true: a Secret is used by an extender only when it says so", key, named, LabelExtenderTLS)
+	if why := secretConsent(secret, user); why != "" {
+		return secretInvalid("Secret %s, %s, %s", key, named, why)
 	}
 	for _, k := range []string{profile.SecretCertKey, profile.SecretKeyKey} {
 		if len(secret.Data[k]) == 0 {
@@ -134,6 +136,37 @@ func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret) secretRefu
 		return secretInvalid("Secret %s, %s: %s holds no PEM certificate", key, named, profile.SecretCAKey)
 	}
 	return secretRefusal{}
+}
+
+// secretConsent is the one rule of a Secret's consent to be mounted into a scheduler, for the
+// admission webhook, every rollout and every rollback: the Secret is labelled
+// LabelExtenderTLS=true and its AnnotationExtenderTLSFor lists user, the name of the process
+// that mounts it (secretUser), or "*". It returns "" when the Secret consents, else why not, to
+// follow the Secret's name in a message, with what its owner adds to consent.
+func secretConsent(secret *corev1.Secret, user string) string {
+	if secret.Labels[LabelExtenderTLS] != "true" {
+		return fmt.Sprintf("is not labelled %s=true: a Secret is used by an extender only when it says so, with that label and %q in its annotation %s",
+			LabelExtenderTLS, user, AnnotationExtenderTLSFor)
+	}
+	for name := range strings.SplitSeq(secret.Annotations[AnnotationExtenderTLSFor], ",") {
+		if name = strings.TrimSpace(name); name == user || name == "*" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("does not consent to %s: its annotation %s does not list %q; the Secret's owner adds it there to consent",
+		user, AnnotationExtenderTLSFor, user)
+}
+
+// secretUser is how a Secret's AnnotationExtenderTLSFor names the process, which mounts the
+// Secrets of its extenders: a profile that runs its own scheduler by its name, a Scheduler as
+// "Scheduler/<name>". A Scheduler's extenders serve all its members, and a member has none of
+// its own (the CRD refuses extenders with schedulerRef), so the Scheduler is the user. No
+// profile name has a "/".
+func (proc *process) secretUser() string {
+	if proc.kind == "Scheduler" {
+		return "Scheduler/" + proc.owner.GetName()
+	}
+	return proc.owner.GetName()
 }
 
 // unverifiedHTTPS refuses, with its index (-1 for none), an extender with insecure whose Secret

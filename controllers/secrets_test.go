@@ -89,10 +89,16 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 	}
 }
 
-// tlsSecret is a Secret of the operator's namespace with data, labelled for extenders.
+// testSecretUsers are the users that tlsSecret consents to: the profile "p" and the Scheduler
+// "s" of the tests.
+const testSecretUsers = "p, Scheduler/s"
+
+// tlsSecret is a Secret of the operator's namespace with data that consents to extender use by
+// testSecretUsers.
 func tlsSecret(name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name,
-		Labels: map[string]string{LabelExtenderTLS: "true"}}, Data: data}
+		Labels:      map[string]string{LabelExtenderTLS: "true"},
+		Annotations: map[string]string{AnnotationExtenderTLSFor: testSecretUsers}}, Data: data}
 }
 
 // Two client key pairs, made once: generating RSA keys is slow.
@@ -114,6 +120,8 @@ func TestReadExtenderSecrets(t *testing.T) {
 	withCA := pairData(cert2, key2, "ca.crt", string(cert2))
 	unlabelled := tlsSecret("b", full)
 	unlabelled.Labels = nil
+	forOthers := tlsSecret("b", full)
+	forOthers.Annotations[AnnotationExtenderTLSFor] = "q, Scheduler/p"
 	const named = "named in an extender's tlsConfig.secretRef"
 	tests := []struct {
 		name       string
@@ -132,7 +140,9 @@ func TestReadExtenderSecrets(t *testing.T) {
 		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{tlsSecret("a", withCA), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", Labels: map[string]string{LabelExtenderTLS: "true"}}, Data: full}},
 			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, does not exist`},
 		{name: "a Secret without consent", secrets: []*corev1.Secret{tlsSecret("a", withCA), unlabelled},
-			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so`},
+			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "p" in its annotation scheduling.schedops.io/extender-tls-for`},
+		{name: "a Secret that consents to others", secrets: []*corev1.Secret{tlsSecret("a", withCA), forOthers},
+			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, does not consent to p: its annotation scheduling.schedops.io/extender-tls-for does not list "p"; the Secret's owner adds it there to consent`},
 		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key2, "ca.crt", string(cert2)))},
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`},
 		{name: "a CA that is no certificate", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key1, "ca.crt", "ca"))},
@@ -163,6 +173,60 @@ func TestReadExtenderSecrets(t *testing.T) {
 			}
 			if tc.want == "" && (len(proc.secrets.hash) != 10 || !cmp.Equal(sets.List(proc.secrets.withCA), tc.wantCA)) {
 				t.Errorf("hash %q and Secrets with a CA %v, want 10 characters and %v", proc.secrets.hash, sets.List(proc.secrets.withCA), tc.wantCA)
+			}
+		})
+	}
+}
+
+// TestSecretConsent: a Secret consents to the process that mounts it only with the label and
+// the process's name in its annotation, or "*": a profile by its name, a Scheduler as
+// "Scheduler/<name>", never by a prefix or another kind's name.
+func TestSecretConsent(t *testing.T) {
+	profileP := dedicated(testutil.MakeProfile("p").Obj())
+	schedulerP := sharedProcess(testutil.MakeScheduler("p").Obj())
+	secret := func(label string, annotation *string) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "a"}}
+		if label != "" {
+			s.Labels = map[string]string{LabelExtenderTLS: label}
+		}
+		if annotation != nil {
+			s.Annotations = map[string]string{AnnotationExtenderTLSFor: *annotation}
+		}
+		return s
+	}
+	const (
+		unlabelled = `is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "p" in its annotation scheduling.schedops.io/extender-tls-for`
+		notForP    = `does not consent to p: its annotation scheduling.schedops.io/extender-tls-for does not list "p"; the Secret's owner adds it there to consent`
+		notForS    = `does not consent to Scheduler/p: its annotation scheduling.schedops.io/extender-tls-for does not list "Scheduler/p"; the Secret's owner adds it there to consent`
+	)
+	tests := []struct {
+		name   string
+		secret *corev1.Secret
+		proc   *process
+		want   string
+	}{
+		{name: "the profile listed", secret: secret("true", ptr.To("p")), proc: profileP},
+		{name: "the profile among others, with spaces", secret: secret("true", ptr.To("q , p ,r")), proc: profileP},
+		{name: "everyone", secret: secret("true", ptr.To("*")), proc: profileP},
+		{name: "everyone among names, with spaces", secret: secret("true", ptr.To("q, * ")), proc: profileP},
+		{name: "the Scheduler listed", secret: secret("true", ptr.To("q,Scheduler/p")), proc: schedulerP},
+		{name: "the Scheduler and everyone", secret: secret("true", ptr.To("*")), proc: schedulerP},
+		{name: "listed but not labelled", secret: secret("", ptr.To("p")), proc: profileP, want: unlabelled},
+		{name: "listed but labelled false", secret: secret("false", ptr.To("p")), proc: profileP, want: unlabelled},
+		{name: "labelled without the annotation", secret: secret("true", nil), proc: profileP, want: notForP},
+		{name: "an empty annotation", secret: secret("true", ptr.To("")), proc: profileP, want: notForP},
+		{name: "only commas and spaces", secret: secret("true", ptr.To(" , ,")), proc: profileP, want: notForP},
+		{name: "another profile", secret: secret("true", ptr.To("q")), proc: profileP, want: notForP},
+		{name: "a name the user's starts with", secret: secret("true", ptr.To("pp,p-1")), proc: profileP, want: notForP},
+		{name: "the Scheduler of the same name is not the profile", secret: secret("true", ptr.To("Scheduler/p")), proc: profileP, want: notForP},
+		{name: "the profile of the same name is not the Scheduler", secret: secret("true", ptr.To("p")), proc: schedulerP, want: notForS},
+		{name: "the kind is spelt as in the API", secret: secret("true", ptr.To("scheduler/p")), proc: schedulerP, want: notForS},
+		{name: "a pattern is no wildcard", secret: secret("true", ptr.To("p*,Scheduler/*")), proc: schedulerP, want: notForS},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := secretConsent(tc.secret, tc.proc.secretUser()); got != tc.want {
+				t.Errorf("secretConsent = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -33,11 +33,14 @@ const (
 	// Scheduler, which has no ConfigValid condition, it is a reason of Degraded.
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonSecretInvalid means a Secret that an extender's tlsConfig.secretRef names cannot be
-	// used: it is not labelled scheduling.schedops.io/extender-tls=true, its tls.crt and tls.key
-	// are not a certificate and its key, its ca.crt holds no certificate, or an HTTPS extender
-	// would have no CA to verify the extender with (and does not set insecure: true). The message
-	// names the Secret and what is wrong. Nothing is rolled out until it is fixed, and a running
-	// scheduler keeps running. On a Scheduler it is a reason of Degraded.
+	// used: it does not consent to the profile or Scheduler (it is not labelled
+	// scheduling.schedops.io/extender-tls=true, or its annotation
+	// scheduling.schedops.io/extender-tls-for lists neither the profile's name, nor
+	// "Scheduler/<name>" of the Scheduler, nor "*"), its tls.crt and tls.key are not a
+	// certificate and its key, its ca.crt holds no certificate, or an HTTPS extender would have
+	// no CA to verify the extender with (and does not set insecure: true). The message names the
+	// Secret and what is wrong. Nothing is rolled out until it is fixed, and a running scheduler
+	// keeps running. On a Scheduler it is a reason of Degraded.
 	ReasonSecretInvalid = "SecretInvalid"
 	// ReasonTooManyMembers means the profile's Scheduler already serves its maximum of profiles
 	// (128); this one is refused alone and the others are served.
@@ -98,7 +101,8 @@ const (
 	// webhook); the message has the error, and the operator retries.
 	ReasonApplyFailed = "ApplyFailed"
 	// ReasonRolloutFailed means a new revision of the scheduler did not become available (the
-	// message says why) and the Deployment was returned to the last revision that ran available.
+	// message says why) and the Deployment was returned to the last revision that ran available,
+	// or was not, since a Secret that revision mounts no longer consents (status.rollbackRefusal).
 	ReasonRolloutFailed = "RolloutFailed"
 	// ReasonUnsupportedVersionSkew means the scheduler is more than one minor older than the
 	// cluster's kube-apiserver, beyond what the version skew policy supports; it is rolled out all

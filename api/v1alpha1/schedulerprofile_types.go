@@ -338,13 +338,18 @@ type ExtenderTLSConfig struct {
 
 	// secretRef names a Secret in the operator's namespace with the client certificate ("tls.crt")
 	// and its key ("tls.key"), and optionally the CA bundle that signs the extender's certificate
-	// ("ca.crt"): the keys of a kubernetes.io/tls Secret. The Secret must be labelled
-	// scheduling.schedops.io/extender-tls: "true", its consent to this use. The operator mounts
-	// those three keys only, read-only, into the scheduler's pods and points the scheduler's
-	// certFile, keyFile and caFile at them. A change of the Secret's content rolls the scheduler;
-	// while the Secret or one of its two required keys is missing, nothing is rolled out
-	// (ConfigValid is False, reason SecretNotFound), nor while it is unlabelled, its certificate
-	// and key are not a pair, or its ca.crt holds no certificate (reason SecretInvalid).
+	// ("ca.crt"): the keys of a kubernetes.io/tls Secret. The Secret must consent to this use,
+	// and name its users: it is labelled scheduling.schedops.io/extender-tls: "true" and its
+	// annotation scheduling.schedops.io/extender-tls-for lists, separated by commas, the
+	// SchedulerProfiles whose own scheduler may mount it, by name, and the Schedulers, as
+	// "Scheduler/<name>" (a Scheduler's extenders serve all its members), or is "*" for all.
+	// The operator mounts those three keys only, read-only, into the scheduler's pods and points
+	// the scheduler's certFile, keyFile and caFile at them. A change of the Secret's content rolls
+	// the scheduler; while the Secret or one of its two required keys is missing, nothing is
+	// rolled out (ConfigValid is False, reason SecretNotFound), nor while it does not consent to
+	// this profile or Scheduler, its certificate and key are not a pair, or its ca.crt holds no
+	// certificate (reason SecretInvalid). A rollback to an earlier revision is checked the same
+	// way.
 	// +optional
 	SecretRef ExtenderSecretReference `json:"secretRef,omitzero"`
 
@@ -530,4 +535,13 @@ type ProcessStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	RolloutFailure string `json:"rolloutFailure,omitempty"`
+
+	// rollbackRefusal says why the Deployment was not returned to lastAvailableRevision after the
+	// rollout of failedRevision failed: a Secret that revision mounts no longer consents to this
+	// scheduler (its annotation scheduling.schedops.io/extender-tls-for does not list it), or is
+	// gone. A rollback is checked like a rollout.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	RollbackRefusal string `json:"rollbackRefusal,omitempty"`
 }

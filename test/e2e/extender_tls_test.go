@@ -53,14 +53,17 @@ func (ca testCA) sign(t *testing.T, cfg certutil.Config) (certPEM, keyPEM []byte
 	return pair.CertPEM(), keyPEM
 }
 
-// clientCertSecret is a kubernetes.io/tls Secret with a client certificate of the CA and the CA.
-func (ca testCA) clientCertSecret(t *testing.T, name, commonName string) *corev1.Secret {
+// clientCertSecret is a kubernetes.io/tls Secret with a client certificate of the CA and the CA,
+// which consents to extender use by users (controllers.AnnotationExtenderTLSFor).
+func (ca testCA) clientCertSecret(t *testing.T, name, commonName, users string) *corev1.Secret {
 	t.Helper()
 	certPEM, keyPEM := ca.sign(t, certutil.Config{CommonName: commonName, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name, Labels: map[string]string{controllers.LabelExtenderTLS: "true"}},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM()},
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name,
+			Labels:      map[string]string{controllers.LabelExtenderTLS: "true"},
+			Annotations: map[string]string{controllers.AnnotationExtenderTLSFor: users}},
+		Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM()},
 	}
 }
 
@@ -120,7 +123,7 @@ func TestHTTPSExtenderWithClientCertificateFromSecret(t *testing.T) {
 		t.Fatalf("the extender answered %s to a caller without a client certificate", resp.Status)
 	}
 
-	secret := ca.clientCertSecret(t, "e2e-mtls-client", "scheduler-client-1")
+	secret := ca.clientCertSecret(t, "e2e-mtls-client", "scheduler-client-1", "e2e-mtls")
 	if err := k8s.Create(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +165,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated := ca.clientCertSecret(t, secret.Name, "scheduler-client-2")
+	rotated := ca.clientCertSecret(t, secret.Name, "scheduler-client-2", "e2e-mtls")
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +205,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := ca.clientCertSecret(t, secret.Name, "scheduler-client-3")
+	other := ca.clientCertSecret(t, secret.Name, "scheduler-client-3", "e2e-mtls")
 	if err := k8s.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
 	}

@@ -30,13 +30,15 @@ var (
 	secretInvalid  = conditionWant{schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSecretInvalid}
 )
 
-// extenderSecret is a Secret of the operator's namespace that consents to extender use, with
-// data.
-func extenderSecret(name string, data map[string][]byte) *corev1.Secret {
+// extenderSecret is a Secret of the operator's namespace with data that consents to extender
+// use by users: the value of its annotation controllers.AnnotationExtenderTLSFor.
+func extenderSecret(name, users string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name, Labels: map[string]string{controllers.LabelExtenderTLS: "true"}},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       data,
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name,
+			Labels:      map[string]string{controllers.LabelExtenderTLS: "true"},
+			Annotations: map[string]string{controllers.AnnotationExtenderTLSFor: users}},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
 	}
 }
 
@@ -73,7 +75,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 		t.Error(err)
 	}
 
-	secret := extenderSecret(secretName, map[string][]byte{"tls.crt": testCert1})
+	secret := extenderSecret(secretName, name, map[string][]byte{"tls.crt": testCert1})
 	k.createSecret(t, secret)
 	k.waitForConfigValidMessage(t, name, secretNotFound, `has no key "tls.key"`)
 	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
@@ -152,7 +154,9 @@ func TestControllerExtenderSecret(t *testing.T) {
 
 // TestSchedulerExtenderSecret: a Scheduler's extenders take their Secrets the same way. While the
 // Secret is missing the Scheduler is Degraded and its member is not valid, both naming the
-// Secret; once it exists the shared scheduler runs with it mounted.
+// Secret; a Secret that consents to the member but not to the Scheduler ("Scheduler/<name>"),
+// which mounts it, is refused the same way; once it consents to the Scheduler, the shared
+// scheduler runs with it mounted.
 func TestSchedulerExtenderSecret(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
@@ -174,8 +178,17 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 		t.Error(err)
 	}
 
-	secret := extenderSecret(secretName, map[string][]byte{"tls.crt": testCert1, "tls.key": testKey1})
+	// A Secret that consents to the member, not to the Scheduler that mounts it, is refused.
+	secret := extenderSecret(secretName, member, map[string][]byte{"tls.crt": testCert1, "tls.key": testKey1})
 	k.createSecret(t, secret)
+	k.waitForDegradedScheduler(t, name, schedulingv1alpha1.ReasonSecretInvalid,
+		fmt.Sprintf(`does not consent to Scheduler/%s: its annotation %s does not list "Scheduler/%s"`, name, controllers.AnnotationExtenderTLSFor, name))
+	k.waitForConfigValidMessage(t, member, secretInvalid, "Scheduler/"+name)
+	if err := k.deploymentAbsent(t.Context(), name+".scheduler"); err != nil {
+		t.Error(err)
+	}
+
+	k.annotateSecret(t, secret, "Scheduler/"+name)
 	k.waitForConditions(t, member, configValid)
 	s := k.waitForScheduler(t, name, "to run its member", func(s *schedulingv1alpha1.Scheduler) error {
 		if s.Status.ConfigMapName == "" {

@@ -135,9 +135,9 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 			t.Errorf("Creating a Secret in %s as the operator: got %v, want Forbidden", operatorNamespace, err)
 		}
 		// The operator reads a profile's Secret with these permissions.
-		secret := extenderSecret(uniqueName("ctl-rbac-client"), pair(testCert1, testKey1))
-		k.createSecret(t, secret)
 		withTLS := testutil.MakeProfile(uniqueName("ctl-rbac-tls")).Obj()
+		secret := extenderSecret(uniqueName("ctl-rbac-client"), withTLS.Name, pair(testCert1, testKey1))
+		k.createSecret(t, secret)
 		withTLS.Spec.Extenders = []schedulingv1alpha1.Extender{tlsExtender(secret.Name)}
 		k.createProfile(t, withTLS)
 		k.waitForRollout(t, withTLS.Name)

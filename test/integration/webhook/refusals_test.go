@@ -34,11 +34,14 @@ const (
 func TestRefusedAtCreate(t *testing.T) {
 	certPEM, keyPEM := testutil.KeyPair("refusals-client")
 	_, otherKey := testutil.KeyPair("refusals-other")
-	secret := func(name string, labelled bool, key []byte) *corev1.Secret {
+	// secret consents to users (controllers.AnnotationExtenderTLSFor), or is not labelled for
+	// extenders at all when users is "".
+	secret := func(name, users string, key []byte) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 			Data: map[string][]byte{"tls.crt": certPEM, "tls.key": key, "ca.crt": certPEM}}
-		if labelled {
+		if users != "" {
 			s.Labels = map[string]string{controllers.LabelExtenderTLS: "true"}
+			s.Annotations = map[string]string{controllers.AnnotationExtenderTLSFor: users}
 		}
 		return s
 	}
@@ -142,13 +145,23 @@ func TestRefusedAtCreate(t *testing.T) {
 			obj: settings("admit-affinity", schedulingv1alpha1.SchedulerSettings{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{zone(corev1.PodAffinityTerm{})}}}})},
 		// Extender Secrets.
-		{name: "extender Secret without the label", setup: []client.Object{secret("refuse-unlabelled", false, keyPEM)},
+		{name: "extender Secret without the label", setup: []client.Object{secret("refuse-unlabelled", "", keyPEM)},
 			obj: withExtender("refuse-secret", "refuse-unlabelled"), by: byWebhook,
-			want: []string{fmt.Sprintf(`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "refuse-unlabelled": Secret %s/refuse-unlabelled, named in an extender's tlsConfig.secretRef, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so`, namespace)}},
-		{name: "Scheduler extender Secret whose pair does not match", setup: []client.Object{secret("refuse-mismatched", true, otherKey)},
+			want: []string{fmt.Sprintf(`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "refuse-unlabelled": Secret %s/refuse-unlabelled, named in an extender's tlsConfig.secretRef, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "refuse-secret" in its annotation scheduling.schedops.io/extender-tls-for`, namespace)}},
+		// Team B names team A's Secret, which consents to A's profile only.
+		{name: "extender Secret that consents to another profile", setup: []client.Object{secret("refuse-team-a", "team-a", keyPEM)},
+			obj: withExtender("refuse-team-b", "refuse-team-a"), by: byWebhook,
+			want: []string{fmt.Sprintf(`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "refuse-team-a": Secret %s/refuse-team-a, named in an extender's tlsConfig.secretRef, does not consent to refuse-team-b: its annotation scheduling.schedops.io/extender-tls-for does not list "refuse-team-b"; the Secret's owner adds it there to consent`, namespace)}},
+		{name: "Scheduler extender Secret that consents to a profile of the same name", setup: []client.Object{secret("refuse-for-profile", "refuse-secret", keyPEM)},
+			obj: scheduler("refuse-secret", schedulingv1alpha1.SchedulerSettings{}, extender("refuse-for-profile")), by: byWebhook,
+			want: []string{fmt.Sprintf(`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "refuse-for-profile": Secret %s/refuse-for-profile, named in an extender's tlsConfig.secretRef, does not consent to Scheduler/refuse-secret: its annotation scheduling.schedops.io/extender-tls-for does not list "Scheduler/refuse-secret"; the Secret's owner adds it there to consent`, namespace)}},
+		{name: "Scheduler extender Secret whose pair does not match", setup: []client.Object{secret("refuse-mismatched", "Scheduler/refuse-secret", otherKey)},
 			obj: scheduler("refuse-secret", schedulingv1alpha1.SchedulerSettings{}, extender("refuse-mismatched")), by: byWebhook,
 			want: []string{fmt.Sprintf(`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "refuse-mismatched": Secret %s/refuse-mismatched, named in an extender's tlsConfig.secretRef: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`, namespace)}},
-		{name: "labelled extender Secret", setup: []client.Object{secret("admit-labelled", true, keyPEM)}, obj: withExtender("admit-secret", "admit-labelled")},
+		{name: "extender Secret that consents to the profile", setup: []client.Object{secret("admit-labelled", "other, admit-secret", keyPEM)}, obj: withExtender("admit-secret", "admit-labelled")},
+		{name: "extender Secret that consents to everyone", setup: []client.Object{secret("admit-everyone", "*", keyPEM)}, obj: withExtender("admit-secret-everyone", "admit-everyone")},
+		{name: "Scheduler extender Secret that consents to the Scheduler", setup: []client.Object{secret("admit-scheduler", "Scheduler/admit-secret-shared", keyPEM)},
+			obj: scheduler("admit-secret-shared", schedulingv1alpha1.SchedulerSettings{}, extender("admit-scheduler"))},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

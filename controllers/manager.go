@@ -81,8 +81,9 @@ func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 	return opts
 }
 
-// SetupManager adds the SchedulerProfile and Scheduler controllers, the validating webhook (when
-// o.Webhook is set) and the health and readiness checks to mgr.
+// SetupManager adds the SchedulerProfile and Scheduler controllers, the controller that deletes
+// the leases no scheduler uses, the validating webhook (when o.Webhook is set) and the health and
+// readiness checks to mgr.
 //
 // It also sends klog's output to mgr's logger at debug level: validation builds kube-scheduler's
 // framework, which logs through klog at info level on every pass, and those lines are details of
@@ -113,6 +114,9 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	schedulers.workers = o.MaxConcurrentReconciles
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
+	}
+	if err := newLeaseReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Lease controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

@@ -99,14 +99,18 @@ func (r *leaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	}
 	lease := &coordinationv1.Lease{}
 	if err := r.leases.Get(ctx, req.NamespacedName, lease); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading the lease: %w", err)
 	}
-	if wait := heldFor(lease, r.now()); wait > 0 {
-		logger.V(1).Info("Unused lease still held, judged again when it expires", "holder", ptr.Deref(lease.Spec.HolderIdentity, ""), "after", wait)
-		return ctrl.Result{RequeueAfter: wait}, nil
+	if held := heldFor(lease, r.now()); held > 0 {
+		logger.V(1).Info("Unused lease still held, judged again when it expires", "holder", ptr.Deref(lease.Spec.HolderIdentity, ""), "after", held)
+		return ctrl.Result{RequeueAfter: held}, nil
 	}
 	// The preconditions refuse the deletion if a scheduler renewed or took the lease since it
-	// was read.
+	// was read. A free lease deleted just before a new scheduler wants it (an owner the cache
+	// has not seen yet) costs nothing: leader election creates a lease that does not exist.
 	err = r.client.Delete(ctx, lease, client.Preconditions{UID: &lease.UID, ResourceVersion: &lease.ResourceVersion})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -142,10 +146,11 @@ func (r *leaseReconciler) rendered(ctx context.Context, name string) (bool, erro
 	rest := strings.TrimPrefix(name, profile.LeasePrefix)
 	if scheduler, ok := strings.CutSuffix(rest, sharedLeaseSuffix); ok {
 		s := &schedulingv1alpha1.Scheduler{}
-		if err := r.client.Get(ctx, client.ObjectKey{Name: scheduler}, s); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("reading Scheduler %s: %w", scheduler, err)
-		} else if err == nil {
+		switch err := r.client.Get(ctx, client.ObjectKey{Name: scheduler}, s); {
+		case err == nil:
 			owners = append(owners, s)
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("reading Scheduler %s: %w", scheduler, err)
 		}
 	} else {
 		var list schedulingv1alpha1.SchedulerProfileList

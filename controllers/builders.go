@@ -32,6 +32,8 @@ type settings struct {
 	// allowedPriorityClasses are the priority classes that scheduler pods may have
 	// (--allowed-priority-classes); none when empty.
 	allowedPriorityClasses []string
+	// caps bound the scheduler pods' resources and tolerations (--max-scheduler-cpu and the others).
+	caps SchedulerPodCaps
 	// maxMembers is how many profiles a Scheduler serves; 0 is MaxMembersPerScheduler.
 	maxMembers int
 }

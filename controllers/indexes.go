@@ -37,6 +37,8 @@ const (
 	// indexWaitingForName indexes the profiles that wait for a scheduler name
 	// (ConfigValid=False, SchedulerNameConflict).
 	indexWaitingForName = "schedops.io/waitingForName"
+	// indexLease indexes the scheduler pods by the lease their template runs on (AnnotationLease).
+	indexLease = "schedops.io/lease"
 )
 
 // indexValue is the one value of the indexes that only tell whether an object is in them.
@@ -116,6 +118,12 @@ func fieldIndexes(image string) []fieldIndex {
 			return bySpec(&obj.(*appsv1.Deployment).Spec.Template.Spec)
 		}},
 		{&corev1.Pod{}, indexMounts, func(obj client.Object) []string { return bySpec(&obj.(*corev1.Pod).Spec) }},
+		{&corev1.Pod{}, indexLease, func(obj client.Object) []string {
+			if lease := obj.GetAnnotations()[AnnotationLease]; lease != "" {
+				return []string{lease}
+			}
+			return nil
+		}},
 		{&corev1.ConfigMap{}, indexSchedulerNames, configSchedulerNames},
 		{&appsv1.Deployment{}, indexHeld, func(obj client.Object) []string {
 			if d := obj.(*appsv1.Deployment); isScheduler(d) && !upgradedTo(image, d) {

@@ -47,6 +47,9 @@ type ManagerOptions struct {
 	// AllowedPriorityClasses are the priority classes a profile or a Scheduler may give its
 	// scheduler pods; empty allows none, so the pods get the cluster's default priority.
 	AllowedPriorityClasses []string
+	// SchedulerPodCaps bound the resources and tolerations that a profile or a Scheduler may give
+	// its scheduler pods; zero fields take the defaults (DefaultMaxSchedulerCPU and the others).
+	SchedulerPodCaps SchedulerPodCaps
 	// MaxConcurrentReconciles is how many passes each controller (profiles, Schedulers) runs at
 	// once; 0 is DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
@@ -81,8 +84,9 @@ func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 	return opts
 }
 
-// SetupManager adds the SchedulerProfile and Scheduler controllers, the validating webhook (when
-// o.Webhook is set) and the health and readiness checks to mgr.
+// SetupManager adds the SchedulerProfile and Scheduler controllers, the controller that deletes
+// the leases no scheduler uses, the validating webhook (when o.Webhook is set) and the health and
+// readiness checks to mgr.
 //
 // It also sends klog's output to mgr's logger at debug level: validation builds kube-scheduler's
 // framework, which logs through klog at info level on every pass, and those lines are details of
@@ -103,6 +107,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	reconciler.settings.allowedPriorityClasses, reconciler.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
+	reconciler.settings.caps = o.SchedulerPodCaps
 	reconciler.workers = o.MaxConcurrentReconciles
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
@@ -110,9 +115,13 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
 	schedulers.rollout, schedulers.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	schedulers.settings.allowedPriorityClasses, schedulers.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
+	schedulers.settings.caps = o.SchedulerPodCaps
 	schedulers.workers = o.MaxConcurrentReconciles
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
+	}
+	if err := newLeaseReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the Lease controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

@@ -121,12 +121,14 @@ func (proc *process) leaseOf(annotations map[string]string) string {
 }
 
 // settingsErrors are the refusals of the process's own settings, which no profile can mend: its
-// extenders' TLS settings (an inline key a stored object may still carry) and its feature gates.
+// extenders' TLS settings (an inline key a stored object may still carry), its pods' affinity,
+// priority class, resources and tolerations against the admin's bounds, and its feature gates.
 // They are checked before any Secret is read or profile rendered.
 func (proc *process) settingsErrors(s settings) field.ErrorList {
 	errs := profile.ValidateExtenders(proc.extenders, extendersPath)
 	errs = append(errs, affinityErrors(proc.run.Affinity, proc.settingsPath().Child("affinity"))...)
 	errs = append(errs, priorityClassErrors(proc.run.PriorityClassName, s.allowedPriorityClasses, proc.settingsPath().Child("priorityClassName"))...)
+	errs = append(errs, capErrors(proc.run, s.caps, proc.settingsPath())...)
 	return append(errs, profile.CheckGates(proc.run.FeatureGates, proc.gatesPath())...)
 }
 
@@ -216,16 +218,17 @@ func (proc *process) selectorLabels() map[string]string {
 }
 
 // ProfileSettingsErrors are the refusals of the settings of a profile's own scheduler (its
-// extenders' TLS settings, affinity, priority class against allowedPriorityClasses, feature
-// gates), as the reconciler and the webhook make them; `manager render` reports them too.
-func ProfileSettingsErrors(p *schedulingv1alpha1.SchedulerProfile, allowedPriorityClasses []string) field.ErrorList {
-	return dedicatedProcess(p, profile.SchedulerName(p)).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses})
+// extenders' TLS settings, affinity, priority class against allowedPriorityClasses, resources
+// and tolerations against caps, feature gates), as the reconciler and the webhook make them;
+// `manager render` reports them too.
+func ProfileSettingsErrors(p *schedulingv1alpha1.SchedulerProfile, allowedPriorityClasses []string, caps SchedulerPodCaps) field.ErrorList {
+	return dedicatedProcess(p, profile.SchedulerName(p)).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses, caps: caps})
 }
 
 // SchedulerSettingsErrors are the refusals of a Scheduler's own settings, as
 // ProfileSettingsErrors are a profile's.
-func SchedulerSettingsErrors(s *schedulingv1alpha1.Scheduler, allowedPriorityClasses []string) field.ErrorList {
-	return sharedProcess(s).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses})
+func SchedulerSettingsErrors(s *schedulingv1alpha1.Scheduler, allowedPriorityClasses []string, caps SchedulerPodCaps) field.ErrorList {
+	return sharedProcess(s).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses, caps: caps})
 }
 
 // SchedulerProcess is what a Scheduler adds around its profiles in its rendered configuration,

@@ -82,7 +82,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the webhook's discovery client: %w", err)
 	}
-	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, maxMembers: o.MaxMembersPerScheduler}, apis: newServedAPIs(apis)}
+	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, caps: o.SchedulerPodCaps, maxMembers: o.MaxMembersPerScheduler}, apis: newServedAPIs(apis)}
 	cached := objects
 	cached.client = mgr.GetClient()
 	register := func() error {

@@ -394,7 +394,9 @@ type SchedulerSettings struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// resources of the scheduler container. Defaults to requests of 100m CPU and 128Mi memory.
-	// The type is core/v1's, whose schema carries no bounds of its own; the object's size bounds it.
+	// Each CPU and memory request and limit is at most the operator's --max-scheduler-cpu and
+	// --max-scheduler-memory (by default 4 and 8Gi), set by the cluster admin. The type is
+	// core/v1's, whose schema carries no bounds of its own; the object's size bounds it.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
@@ -408,7 +410,9 @@ type SchedulerSettings struct {
 
 	// tolerations of the scheduler pods, at most 64. Each is a core/v1 Toleration, whose schema
 	// carries no bounds of its own: a rule bounds its key as a label key (317 characters), its
-	// value as a label value (63), and its operator and effect to 32 characters.
+	// value as a label value (63), and its operator and effect to 32 characters. A toleration
+	// without a key and with operator Exists tolerates every taint, and is refused unless the
+	// cluster admin allows it (--allow-tolerate-all-taints).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64

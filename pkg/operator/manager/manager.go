@@ -101,6 +101,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, priorityClassList(v)...)
 		return nil
 	})
+	capFlags(fs, &opts.SchedulerPodCaps)
 	zapOpts := &zap.Options{}
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -115,6 +116,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	}
 	if opts.UpgradeMaxInFlight < 1 {
 		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
+	}
+	if err := opts.SchedulerPodCaps.Validate(); err != nil {
+		return opts, nil, err
 	}
 	if *enableWebhook {
 		wh.CertRotation = !*disableRotation

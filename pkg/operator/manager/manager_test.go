@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
@@ -96,6 +97,17 @@ func TestManagerOptions(t *testing.T) {
 				MaxConcurrentReconciles: 4,
 			},
 		},
+		{
+			name: "caps on scheduler pods",
+			args: []string{"--max-scheduler-cpu=8", "--max-scheduler-memory=16Gi", "--allow-tolerate-all-taints"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				SchedulerPodCaps: controllers.SchedulerPodCaps{MaxCPU: resource.MustParse("8"), MaxMemory: resource.MustParse("16Gi"), AllowTolerateAllTaints: true},
+			},
+		},
+		{name: "CPU cap below the default request", args: []string{"--max-scheduler-cpu=10m"}, env: env, wantErr: "--max-scheduler-cpu must be at least 100m"},
+		{name: "memory cap not a quantity", args: []string{"--max-scheduler-memory=lots"}, env: env, wantErr: `invalid value "lots" for flag -max-scheduler-memory`},
 		{name: "no concurrent reconciles", args: []string{"--max-concurrent-reconciles=0"}, env: env, wantErr: "--max-concurrent-reconciles must be a positive number"},
 		{name: "no upgrade pacing", args: []string{"--upgrade-max-in-flight=0"}, env: env, wantErr: "--upgrade-max-in-flight must be a positive number"},
 		{name: "no crash loop restarts", args: []string{"--rollout-crash-loop-restarts=0"}, env: env, wantErr: "--rollout-crash-loop-restarts must be a positive number"},
@@ -126,6 +138,9 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if tc.want.MaxConcurrentReconciles == 0 {
 				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles
+			}
+			if tc.want.SchedulerPodCaps.MaxCPU.IsZero() {
+				tc.want.SchedulerPodCaps.MaxCPU, tc.want.SchedulerPodCaps.MaxMemory = controllers.DefaultMaxSchedulerCPU, controllers.DefaultMaxSchedulerMemory
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)

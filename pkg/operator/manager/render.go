@@ -40,8 +40,10 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		allowed = append(allowed, priorityClassList(v)...)
 		return nil
 	})
+	var caps controllers.SchedulerPodCaps
+	capFlags(fs, &caps)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b]")
+		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b] [--max-scheduler-cpu q] [--max-scheduler-memory q] [--allow-tolerate-all-taints]")
 		fmt.Fprintln(stderr, "Prints the KubeSchedulerConfiguration of each SchedulerProfile, or its errors (exit 1).")
 		fs.PrintDefaults()
 	}
@@ -52,6 +54,10 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if err := caps.Validate(); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 2
+	}
 	// kube-scheduler's defaulting logs at info level through klog; the output here is the
 	// configuration or its errors, nothing else.
 	klog.SetLogger(logr.Discard())
@@ -60,7 +66,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
 	}
-	out := &renderOutput{stdout: stdout, stderr: stderr, allowedPriorityClasses: allowed}
+	out := &renderOutput{stdout: stdout, stderr: stderr, allowedPriorityClasses: allowed, caps: caps}
 	for _, p := range objs.profiles {
 		if p.Spec.SchedulerRef.Name == "" {
 			out.profile(p, *namespace)
@@ -84,6 +90,8 @@ type renderOutput struct {
 	code           int
 	// allowedPriorityClasses are the operator's --allowed-priority-classes.
 	allowedPriorityClasses []string
+	// caps are the operator's --max-scheduler-cpu and the other caps on scheduler pods.
+	caps controllers.SchedulerPodCaps
 }
 
 func (o *renderOutput) fail(format string, args ...any) {
@@ -126,7 +134,7 @@ func (o *renderOutput) check(what string, errs field.ErrorList) bool {
 // profile prints the configuration of a profile that runs its own scheduler. Its scheduler's
 // settings are checked first, as the operator checks them.
 func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace string) {
-	if !o.check("SchedulerProfile "+p.Name, controllers.ProfileSettingsErrors(p, o.allowedPriorityClasses)) {
+	if !o.check("SchedulerProfile "+p.Name, controllers.ProfileSettingsErrors(p, o.allowedPriorityClasses, o.caps)) {
 		return
 	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
@@ -140,7 +148,7 @@ func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace
 func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*schedulingv1alpha1.SchedulerProfile, namespace string) {
 	proc := controllers.SchedulerProcess(s, namespace)
 	// The Scheduler's settings are its own: refused, they are reported once, not for every member.
-	if !o.check("Scheduler "+s.Name, controllers.SchedulerSettingsErrors(s, o.allowedPriorityClasses)) {
+	if !o.check("Scheduler "+s.Name, controllers.SchedulerSettingsErrors(s, o.allowedPriorityClasses, o.caps)) {
 		return
 	}
 	var entries []profile.Profile

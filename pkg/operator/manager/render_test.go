@@ -166,6 +166,44 @@ spec: {schedulerRef: {name: s}}`,
 			notErr:   []string{"SchedulerProfile a"},
 		},
 		{
+			name: "scheduler pods past the caps",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: p}
+spec:
+  scheduler:
+    resources: {requests: {cpu: "8"}, limits: {memory: 12Gi}}
+    tolerations: [{operator: Exists}]`,
+			wantCode: 1,
+			wantErr: []string{
+				"SchedulerProfile p is invalid:\n",
+				"  spec.scheduler.resources.requests[cpu]: Forbidden: a cpu request of 8 is more than scheduler pods may have; the operator allows at most 4 (--max-scheduler-cpu, set by the cluster admin)\n",
+				"  spec.scheduler.resources.limits[memory]: Forbidden: a memory limit of 12Gi is more than scheduler pods may have; the operator allows at most 8Gi (--max-scheduler-memory, set by the cluster admin)\n",
+				"  spec.scheduler.tolerations[0]: Forbidden: a toleration without a key and with operator Exists tolerates every taint",
+			},
+		},
+		{
+			name: "scheduler pods within the caps the flags set",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: p}
+spec:
+  scheduler:
+    resources: {requests: {cpu: "8"}, limits: {memory: 12Gi}}
+    tolerations: [{operator: Exists}]`,
+			flags:    []string{"--max-scheduler-cpu=8", "--max-scheduler-memory", "16Gi", "--allow-tolerate-all-taints"},
+			wantCode: 0,
+		},
+		{
+			name:     "a cap below the default requests",
+			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\n",
+			flags:    []string{"--max-scheduler-memory=64Mi"},
+			wantCode: 2,
+			wantErr:  []string{"error: --max-scheduler-memory must be at least 128Mi"},
+		},
+		{
 			name:     "a field the API does not have",
 			file:     "apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: p}\nspec: {scheduler: {image: evil}}\n",
 			wantCode: 1,

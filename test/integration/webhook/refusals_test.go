@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,6 +145,22 @@ func TestRefusedAtCreate(t *testing.T) {
 		{name: "anti-affinity in the operator's namespace",
 			obj: settings("admit-affinity", schedulingv1alpha1.SchedulerSettings{Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{zone(corev1.PodAffinityTerm{})}}}})},
+		// The admin's caps on the scheduler pods' resources and tolerations, at their defaults.
+		{name: "requests and limits past the caps", by: byWebhook,
+			obj: settings("refuse-resources", schedulingv1alpha1.SchedulerSettings{Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}, Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}}}),
+			want: []string{
+				"spec.scheduler.resources.requests[cpu]: Forbidden: a cpu request of 8 is more than scheduler pods may have; the operator allows at most 4 (--max-scheduler-cpu, set by the cluster admin)",
+				"spec.scheduler.resources.limits[memory]: Forbidden: a memory limit of 64Gi is more than scheduler pods may have; the operator allows at most 8Gi (--max-scheduler-memory, set by the cluster admin)",
+			}},
+		{name: "Scheduler toleration of every taint", by: byWebhook,
+			obj:  scheduler("refuse-tolerate-all", schedulingv1alpha1.SchedulerSettings{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}),
+			want: []string{"spec.tolerations[0]: Forbidden: a toleration without a key and with operator Exists tolerates every taint, and would put the scheduler pods on any node; name the taint's key (the operator allows it only with --allow-tolerate-all-taints, set by the cluster admin)"}},
+		{name: "resources at the caps and a toleration of a named taint",
+			obj: settings("admit-resources", schedulingv1alpha1.SchedulerSettings{
+				Resources:   corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}},
+				Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			})},
 		// Extender Secrets.
 		{name: "extender Secret without the label", setup: []client.Object{secret("refuse-unlabelled", "", keyPEM)},
 			obj: withExtender("refuse-secret", "refuse-unlabelled"), by: byWebhook,

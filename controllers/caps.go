@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+)
+
+// Defaults of the cluster admin's caps on a scheduler container's requests and limits
+// (--max-scheduler-cpu, --max-scheduler-memory): far above what a scheduler of a large cluster
+// uses, and far below a node that other teams' pods would lose.
+var (
+	DefaultMaxSchedulerCPU    = resource.MustParse("4")
+	DefaultMaxSchedulerMemory = resource.MustParse("8Gi")
+)
+
+// SchedulerPodCaps are the cluster admin's bounds on what a profile or a Scheduler may ask for
+// its scheduler pods. The operator creates those pods in its own namespace, out of the reach of
+// the namespace quotas that bound a team's own pods, so the admin bounds them here.
+type SchedulerPodCaps struct {
+	// MaxCPU is the largest CPU request or limit of the scheduler container; zero is
+	// DefaultMaxSchedulerCPU.
+	MaxCPU resource.Quantity
+	// MaxMemory is the largest memory request or limit of the scheduler container; zero is
+	// DefaultMaxSchedulerMemory.
+	MaxMemory resource.Quantity
+	// AllowTolerateAllTaints admits a toleration without a key and with operator Exists, which
+	// tolerates every taint.
+	AllowTolerateAllTaints bool
+}
+
+// capped is a resource of the scheduler container that the admin caps, and the flag that does.
+type capped struct {
+	name corev1.ResourceName
+	max  resource.Quantity
+	flag string
+}
+
+// capped are the caps of the container's resources, the defaults in place of zero.
+func (c SchedulerPodCaps) capped() []capped {
+	orDefault := func(q, def resource.Quantity) resource.Quantity {
+		if q.IsZero() {
+			return def
+		}
+		return q
+	}
+	return []capped{
+		{corev1.ResourceCPU, orDefault(c.MaxCPU, DefaultMaxSchedulerCPU), "--max-scheduler-cpu"},
+		{corev1.ResourceMemory, orDefault(c.MaxMemory, DefaultMaxSchedulerMemory), "--max-scheduler-memory"},
+	}
+}
+
+// Validate refuses caps below the requests a scheduler container gets when its owner sets none
+// (100m CPU, 128Mi memory): every owner without resources would be refused.
+func (c SchedulerPodCaps) Validate() error {
+	for _, r := range c.capped() {
+		if def := defaultRequests[r.name]; r.max.Cmp(def) < 0 {
+			return fmt.Errorf("%s must be at least %s, the %s request of a scheduler whose owner sets none, not %s", r.flag, def.String(), r.name, r.max.String())
+		}
+	}
+	return nil
+}
+
+// capErrors refuses what a profile's or Scheduler's scheduler pods ask for past the admin's
+// caps: a CPU or memory request or limit above its cap, which would take a node's worth of
+// resources (and preempt other teams' pods for them), and, unless allowed, a toleration of every
+// taint, which would put the pods on any node, control-plane and reserved nodes included. The
+// webhook and the reconcilers refuse with it alike (settingsErrors).
+func capErrors(run schedulingv1alpha1.SchedulerSettings, caps SchedulerPodCaps, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		field, what string
+		values      corev1.ResourceList
+	}{{"requests", "request", run.Resources.Requests}, {"limits", "limit", run.Resources.Limits}} {
+		for _, r := range caps.capped() {
+			if q, ok := list.values[r.name]; ok && q.Cmp(r.max) > 0 {
+				errs = append(errs, field.Forbidden(path.Child("resources", list.field).Key(string(r.name)),
+					fmt.Sprintf("a %s %s of %s is more than scheduler pods may have; the operator allows at most %s (%s, set by the cluster admin)", r.name, list.what, q.String(), r.max.String(), r.flag)))
+			}
+		}
+	}
+	if caps.AllowTolerateAllTaints {
+		return errs
+	}
+	for i, t := range run.Tolerations {
+		if t.Key == "" && t.Operator == corev1.TolerationOpExists {
+			errs = append(errs, field.Forbidden(path.Child("tolerations").Index(i),
+				"a toleration without a key and with operator Exists tolerates every taint, and would put the scheduler pods on any node; name the taint's key (the operator allows it only with --allow-tolerate-all-taints, set by the cluster admin)"))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,33 @@
+package manager
+
+import (
+	"flag"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/schedops/scheduler-profile-operator/controllers"
+)
+
+// capFlags defines on fs the flags of the cluster admin's caps on scheduler pods, of the manager
+// and of `manager render`, which checks profiles as the manager with those flags does. caps
+// starts with the defaults.
+func capFlags(fs *flag.FlagSet, caps *controllers.SchedulerPodCaps) {
+	caps.MaxCPU, caps.MaxMemory = controllers.DefaultMaxSchedulerCPU.DeepCopy(), controllers.DefaultMaxSchedulerMemory.DeepCopy()
+	fs.Var((*quantityValue)(&caps.MaxCPU), "max-scheduler-cpu", "The largest CPU request or limit, a `quantity`, that profiles and Schedulers may give their scheduler pods (spec.scheduler.resources); more is refused.")
+	fs.Var((*quantityValue)(&caps.MaxMemory), "max-scheduler-memory", "The largest memory request or limit, a `quantity`, that profiles and Schedulers may give their scheduler pods (spec.scheduler.resources); more is refused.")
+	fs.BoolVar(&caps.AllowTolerateAllTaints, "allow-tolerate-all-taints", false, "Let profiles and Schedulers give their scheduler pods a toleration without a key and with operator Exists (spec.scheduler.tolerations), which tolerates every taint and puts the pods on any node, control-plane and reserved nodes included; refused by default.")
+}
+
+// quantityValue is a flag of a resource quantity: 4, 500m, 8Gi.
+type quantityValue resource.Quantity
+
+func (q *quantityValue) String() string { return (*resource.Quantity)(q).String() }
+
+func (q *quantityValue) Set(v string) error {
+	parsed, err := resource.ParseQuantity(v)
+	if err != nil {
+		return err
+	}
+	*q = quantityValue(parsed)
+	return nil
+}

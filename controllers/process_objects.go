@@ -396,6 +396,9 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 		if refused, err := r.unconsentedSecret(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
 			return nil, refused, err
 		}
+		if refused, err := r.nameTakenBack(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
+			return nil, refused, err
+		}
 	}
 	d := deploymentWith(proc, r.settings, rollbackTemplate(rs))
 	stampApplied(d, live, time.Now())

@@ -450,3 +450,58 @@ func TestRolloutFailedMessageOfARefusedRollback(t *testing.T) {
 		t.Errorf("the status keeps %+v, want %+v: a member reads its Scheduler's rollout from the status", got, st)
 	}
 }
+
+// TestRollbackTakesNoServedName: a Scheduler's rollback is refused when the revision it returns
+// to has the entry of a member that left, whose scheduler name another profile serves now; the
+// names of its own members and older revisions do not refuse it. Before, the rollback brought the
+// old entry back beside the profile that took the name: two schedulers on one name.
+func TestRollbackTakesNoServedName(t *testing.T) {
+	s := testutil.MakeScheduler("shared").Obj()
+	s.Status.Profiles = []schedulingv1alpha1.SchedulerMember{{Name: "a", SchedulerName: "a"}}
+	proc := sharedProcess(s)
+	config := func(name string, schedulerNames ...string) *corev1.ConfigMap {
+		data := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+		for _, n := range schedulerNames {
+			data += "- schedulerName: " + n + "\n"
+		}
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{configFileKey: data}}
+	}
+	mounting := func(cm string) corev1.PodSpec {
+		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "shared.scheduler-1", Labels: proc.selectorLabels()}}
+	rs.Spec.Template.Labels = proc.selectorLabels()
+	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1"}
+	rs.Spec.Template.Spec = mounting("shared.config-1")
+	// The dedicated profile "left" now serves the name the old revision had for a member.
+	taken := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "left-scheduler",
+			Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, LabelProfile: "left"}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: mounting("left-config-1")}},
+	}
+	live := &appsv1.Deployment{}
+	live.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r2"}
+	tests := []struct {
+		name        string
+		objs        []client.Object
+		wantRefused string
+	}{
+		{name: "its own member's name", objs: []client.Object{config("shared.config-1", "a")}},
+		{name: "a name another profile took", objs: []client.Object{config("shared.config-1", "a", "left"), config("left-config-1", "left"), taken},
+			wantRefused: `returning to it would serve schedulerName "left", which SchedulerProfile "left" serves now`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clear(configNames.byName) // the ConfigMaps of the cases share names
+			r := fakeObjects(append(tc.objs, rs.DeepCopy(), s.DeepCopy())...)
+			rollback, refused, err := r.rollbackDeployment(t.Context(), proc, "r1", live, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if refused != tc.wantRefused || (rollback == nil) != (refused != "") {
+				t.Errorf("rollback %v, refused %q; want refused %q", rollback != nil, refused, tc.wantRefused)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -312,6 +313,9 @@ func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name strin
 		return nil, fmt.Errorf("listing the SchedulerProfiles of scheduler name %s: %w", name, err)
 	}
 	for _, server := range served[name] {
+		if strings.HasPrefix(server, schedulerHolderPrefix) {
+			continue // a Scheduler's older revision: nameOwner counts it as the oldest
+		}
 		if slices.ContainsFunc(list.Items, func(p schedulingv1alpha1.SchedulerProfile) bool { return p.Name == server }) {
 			continue
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,6 +46,10 @@ func (s servedNames) add(schedulerName, profileName string) {
 // owner serves the name (for the message).
 func nameOwner(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, name string, index servedNames) (owner string, served bool) {
 	servers := index[name]
+	if ref := p.Spec.SchedulerRef.Name; ref != "" {
+		// An older revision of the member's own Scheduler: one process, one leader at a time.
+		servers = slices.DeleteFunc(slices.Clone(servers), func(s string) bool { return s == schedulerHolder(ref) })
+	}
 	switch {
 	case len(servers) == 0:
 	case !slices.Contains(servers, p.Name):
@@ -94,8 +100,19 @@ func byAge(a, b *schedulingv1alpha1.SchedulerProfile) int {
 	return cmp.Compare(a.Name, b.Name)
 }
 
+// schedulerHolderPrefix starts the holder of a scheduler name in servedNames that is a
+// Scheduler's older revision rather than a profile; "/" is in no profile's name.
+const schedulerHolderPrefix = "Scheduler/"
+
+// schedulerHolder is the holder of the names that a running revision of Scheduler s serves for
+// profiles its status no longer lists.
+func schedulerHolder(s string) string { return schedulerHolderPrefix + s }
+
 // nameConflictMessage says why a profile does not get its scheduler name.
 func nameConflictMessage(name, owner string, served bool) string {
+	if s, ok := strings.CutPrefix(owner, schedulerHolderPrefix); ok {
+		return fmt.Sprintf("schedulerName %q is served by a running revision of Scheduler %q, which keeps it until its pods that serve it are gone", name, s)
+	}
 	if served {
 		return fmt.Sprintf("schedulerName %q is served by the scheduler of SchedulerProfile %q, which keeps it until it stops serving it", name, owner)
 	}
@@ -185,6 +202,11 @@ func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (ser
 		for _, n := range names {
 			if p, ok := members[s][n]; ok {
 				index.add(n, p)
+			} else {
+				// A revision of the Scheduler that still runs serves an entry its status no
+				// longer lists (a member that left, or was renamed): the Scheduler holds the name
+				// until those pods are gone.
+				index.add(n, schedulerHolder(s))
 			}
 		}
 	}
@@ -333,4 +355,50 @@ func waitingProfile(p *schedulingv1alpha1.SchedulerProfile) (string, bool) { ret
 // serves it.
 func waitingScheduler(p *schedulingv1alpha1.SchedulerProfile) (string, bool) {
 	return p.Spec.SchedulerRef.Name, p.Spec.SchedulerRef.Name != ""
+}
+
+// nameTakenBack says why the process may not return to an earlier pod template, "" when it may:
+// the template's configuration has a scheduler name that another owner serves now (a member
+// that left the Scheduler, whose name a profile took once the old pods were gone), and two
+// schedulers must never serve one name.
+func (r *processObjects) nameTakenBack(ctx context.Context, proc *process, t *corev1.PodTemplateSpec) (string, error) {
+	cm := configMapOf(&t.Spec)
+	if cm == "" {
+		return "", nil
+	}
+	names, err := r.namesIn(ctx, r.client, cm)
+	if err != nil || len(names) == 0 {
+		return "", err
+	}
+	served, err := r.servedNamesOf(ctx, names)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range names {
+		for _, server := range served[n] {
+			if !holdsFor(proc, server) {
+				return fmt.Sprintf("returning to it would serve schedulerName %q, which %s serves now", n, holderName(server)), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// holdsFor tells whether the holder of a served name (servedNames) is the process itself: the
+// profile with its own scheduler, or the Scheduler, its older revisions and the members its
+// status lists.
+func holdsFor(proc *process, holder string) bool {
+	if s, ok := proc.owner.(*schedulingv1alpha1.Scheduler); ok {
+		return holder == schedulerHolder(s.Name) ||
+			slices.ContainsFunc(s.Status.Profiles, func(m schedulingv1alpha1.SchedulerMember) bool { return m.Name == holder })
+	}
+	return holder == proc.owner.GetName()
+}
+
+// holderName names the holder of a served name for a message.
+func holderName(holder string) string {
+	if s, ok := strings.CutPrefix(holder, schedulerHolderPrefix); ok {
+		return "Scheduler " + strconv.Quote(s)
+	}
+	return "SchedulerProfile " + strconv.Quote(holder)
 }

@@ -95,6 +95,24 @@ func TestNameOwner(t *testing.T) {
 		p:      "old",
 		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
 		served: servedNames{"n": {"old", "young"}},
+	}, {
+		// Before a Scheduler held the names of its running revisions, a member that left freed
+		// its name while the old leader still served it.
+		name:       "a running revision of a Scheduler serves it for a member that left",
+		p:          "young",
+		all:        []schedulingv1alpha1.SchedulerProfile{aged("young", "n", 1)},
+		served:     servedNames{"n": {schedulerHolder("shared")}},
+		wantOwner:  schedulerHolder("shared"),
+		wantServed: true,
+	}, {
+		name: "a member of that Scheduler may take it: one process, one leader",
+		p:    "member",
+		all: func() []schedulingv1alpha1.SchedulerProfile {
+			m := aged("member", "n", 1)
+			m.Spec.SchedulerRef.Name = "shared"
+			return []schedulingv1alpha1.SchedulerProfile{m}
+		}(),
+		served: servedNames{"n": {schedulerHolder("shared")}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,6 +168,9 @@ func TestServedNamesIndex(t *testing.T) {
 		// a deleted profile's pod, not yet collected, mounting a ConfigMap already gone.
 		pod("c-pod", managed(LabelProfile, "c"), "c-config-1", corev1.PodRunning),
 		deployment("shared.scheduler", managed(LabelScheduler, "shared"), 2, "shared.config-1"),
+		// An old pod of the Scheduler still serves sz, of a member its status no longer lists.
+		config("shared.config-0", "sx", "sz"),
+		pod("shared-old-pod", managed(LabelScheduler, "shared"), "shared.config-0", corev1.PodRunning),
 		shared,
 	}
 	r := fakeObjects(objs...)
@@ -157,12 +178,12 @@ func TestServedNamesIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := servedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}}
+	want := servedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}, "sz": {schedulerHolder("shared")}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("served names (-want +got):\n%s", diff)
 	}
 	// Asked for one name, the index reads only what concerns it, and says the same of it.
-	for _, name := range []string{"a", "a-old", "b", "c", "sx", "sy", "nobody"} {
+	for _, name := range []string{"a", "a-old", "b", "c", "sx", "sy", "sz", "nobody"} {
 		got, err := r.servedNamesOf(context.Background(), []string{name})
 		if err != nil {
 			t.Fatal(err)

@@ -38,14 +38,14 @@ func TestMemberReviewBuildsOnlyThatMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &schedulingv1alpha1.SchedulerProfile{}
-	if err := k8sClient.Get(ctx, client.ObjectKey{Name: names[1]}, p); err != nil {
-		t.Fatal(err)
-	}
 	const reviews = 3
 	member, combined := testutil.SchedulerBuilds(t, "member"), testutil.SchedulerBuilds(t, "combined")
 	for i := range reviews {
-		q := p.DeepCopy()
+		// Read again each time: the member's status may have been written since.
+		q := &schedulingv1alpha1.SchedulerProfile{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Name: names[1]}, q); err != nil {
+			t.Fatal(err)
+		}
 		q.Spec.PercentageOfNodesToScore = ptr.To(int32(30 + i))
 		if err := k8sClient.Update(ctx, q, client.DryRunAll); err != nil {
 			t.Fatalf("A dry-run update of member %s: %v", q.Name, err)

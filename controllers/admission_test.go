@@ -15,6 +15,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 )
 
 const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
@@ -26,14 +27,14 @@ func createdAt[T client.Object](obj T, minutesAgo int) T {
 }
 
 func TestProfileValidatorCreate(t *testing.T) {
-	testutil.UseFIFOSort(t)
+	fifosort.Use(t)
 	queueSortPrioritySort := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
 		Enabled:  []schedulingv1alpha1.Plugin{{Name: "PrioritySort"}},
 	}}
 	queueSortFIFO := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
-		Enabled:  []schedulingv1alpha1.Plugin{{Name: testutil.FIFOSortName}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: fifosort.Name}},
 	}}
 	tests := []struct {
 		name    string

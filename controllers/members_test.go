@@ -12,6 +12,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -60,10 +61,10 @@ func TestSchedulersWithLeavingMembers(t *testing.T) {
 // members change it only all together. On main before this rule, the oldest member's queue sort
 // was the reference, so the oldest member's change refused every other member instead.
 func TestQueueSortRefusals(t *testing.T) {
-	testutil.UseFIFOSort(t)
+	fifosort.Use(t)
 	fifo := &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
-		Enabled:  []schedulingv1alpha1.Plugin{{Name: testutil.FIFOSortName}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: fifosort.Name}},
 	}}
 	entry := func(name string, plugins *schedulingv1alpha1.Plugins) *profile.Profile {
 		p := testutil.MakeProfile(name).Obj()

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 )
 
 func entryWithPlugins(t *testing.T, name string, plugins *v1alpha1.Plugins) Profile {
@@ -31,7 +31,7 @@ func pluginList(names ...string) []v1alpha1.Plugin {
 // Scheduler that sort their queues alike pass upstream's check of the whole process, which
 // compares the queueSort sets as written; queue sorts that really differ still differ.
 func TestCanonicalQueueSort(t *testing.T) {
-	testutil.UseFIFOSort(t)
+	fifosort.Use(t)
 	qs := func(enabled, disabled []v1alpha1.Plugin) *v1alpha1.Plugins {
 		return &v1alpha1.Plugins{QueueSort: v1alpha1.PluginSet{Enabled: enabled, Disabled: disabled}}
 	}
@@ -49,14 +49,14 @@ func TestCanonicalQueueSort(t *testing.T) {
 		{name: "PrioritySort disabled and enabled", plugins: qs(pluginList("PrioritySort"), pluginList("PrioritySort"))},
 		{name: "a score change only keeps its plugins", plugins: &v1alpha1.Plugins{Score: v1alpha1.PluginSet{Disabled: pluginList("ImageLocality")}},
 			sameAs: &v1alpha1.Plugins{Score: v1alpha1.PluginSet{Disabled: pluginList("ImageLocality")}}},
-		{name: "another plugin, PrioritySort disabled", plugins: qs(pluginList(testutil.FIFOSortName), pluginList("PrioritySort")),
-			sameAs: qs(pluginList(testutil.FIFOSortName), pluginList("*")), differs: true},
+		{name: "another plugin, PrioritySort disabled", plugins: qs(pluginList(fifosort.Name), pluginList("PrioritySort")),
+			sameAs: qs(pluginList(fifosort.Name), pluginList("*")), differs: true},
 		{name: "another plugin through multiPoint", plugins: &v1alpha1.Plugins{
-			MultiPoint: v1alpha1.PluginSet{Enabled: pluginList(testutil.FIFOSortName)},
+			MultiPoint: v1alpha1.PluginSet{Enabled: pluginList(fifosort.Name)},
 			QueueSort:  v1alpha1.PluginSet{Disabled: pluginList("PrioritySort")},
 		}, sameAs: &v1alpha1.Plugins{
-			MultiPoint: v1alpha1.PluginSet{Enabled: pluginList(testutil.FIFOSortName)},
-			QueueSort:  v1alpha1.PluginSet{Enabled: pluginList(testutil.FIFOSortName), Disabled: pluginList("*")},
+			MultiPoint: v1alpha1.PluginSet{Enabled: pluginList(fifosort.Name)},
+			QueueSort:  v1alpha1.PluginSet{Enabled: pluginList(fifosort.Name), Disabled: pluginList("*")},
 		}, differs: true},
 	}
 	plain := entryWithPlugins(t, "plain", nil)

@@ -22,6 +22,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 )
 
 // Paths of the two webhooks, as the markers in controllers/admission.go set them.
@@ -251,11 +252,11 @@ func TestRefusedSchedulerAndMember(t *testing.T) {
 		t.Errorf("A member that writes the default queue sort out: %v", err)
 	}
 	// Another plugin really sorts the queue otherwise.
-	testutil.UseFIFOSort(t)
+	fifosort.Use(t)
 	younger := testutil.MakeProfile("queue-sort-b").SchedulerRef(s.Name).Obj()
 	younger.Spec.Plugins = &schedulingv1alpha1.Plugins{QueueSort: schedulingv1alpha1.PluginSet{
 		Disabled: []schedulingv1alpha1.Plugin{{Name: "*"}},
-		Enabled:  []schedulingv1alpha1.Plugin{{Name: testutil.FIFOSortName}},
+		Enabled:  []schedulingv1alpha1.Plugin{{Name: fifosort.Name}},
 	}}
 	if got := testutil.InvalidCauses(t, k8sClient.Create(ctx, younger)); len(got) != 1 || !strings.HasPrefix(got[0], "spec.plugins.queueSort: Invalid value: the profiles of Scheduler queue-sort must sort the queue alike") {
 		t.Errorf("Refusal of a member with another queue sort: %q", got)

@@ -1,4 +1,6 @@
-package testutil
+// Package fifosort is a queue sort plugin of the tests, TestFIFOSort, which really sorts the
+// queue otherwise than PrioritySort; the stock plugins have no such plugin.
+package fifosort
 
 import (
 	"context"
@@ -11,8 +13,8 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/registry"
 )
 
-// FIFOSortName is the name of FIFOSort, a queue sort plugin of the tests.
-const FIFOSortName = "TestFIFOSort"
+// Name is the plugin's name in profiles.
+const Name = "TestFIFOSort"
 
 // fifoSort sorts the queue by the time pods were added, and is not PrioritySort: a queue sort
 // that really differs from the default one, which the stock plugins do not have.
@@ -20,18 +22,18 @@ type fifoSort struct{}
 
 var _ fwk.QueueSortPlugin = fifoSort{}
 
-func (fifoSort) Name() string { return FIFOSortName }
+func (fifoSort) Name() string { return Name }
 
 func (fifoSort) Less(a, b fwk.QueuedEntityInfo) bool {
 	return a.GetTimestamp().Before(b.GetTimestamp())
 }
 
-// UseFIFOSort adds the queue sort plugin TestFIFOSort to the stock plugins for the rest of the
+// Use adds the queue sort plugin TestFIFOSort to the stock plugins for the rest of the
 // test; the stock plugins alone are in use again when it ends.
-func UseFIFOSort(t testing.TB) {
+func Use(t testing.TB) {
 	t.Helper()
 	plugin := operator.Plugin{
-		Name: FIFOSortName,
+		Name: Name,
 		New:  func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return fifoSort{}, nil },
 		Type: fifoSort{},
 	}

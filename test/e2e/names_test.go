@@ -11,11 +11,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -77,6 +79,94 @@ func TestOneSchedulerPerName(t *testing.T) {
 	if worst.count > 1 {
 		t.Errorf("%s was served by %v at once", worst.name, worst.deployments)
 	}
+}
+
+// TestSchedulerHoldsTheNameOfAMemberThatLeft: a member leaves a Scheduler in a revision that
+// cannot be placed, and a profile asks for the member's scheduler name at once (past the webhook,
+// so that the reconciler decides). The Scheduler's old pods still serve the name, and after the
+// new revision is rolled back to the one with the member's entry they serve it again: the
+// profile waits (SchedulerNameConflict) the whole time, and a sampler reading every 250 ms which
+// processes run which names never sees the name served twice. On main before a Scheduler held
+// the names of its running revisions, the name was free as soon as the member left the
+// Scheduler's status: the profile's own scheduler served it beside the Scheduler's old pods.
+func TestSchedulerHoldsTheNameOfAMemberThatLeft(t *testing.T) {
+	const sched, a, b, c, z = "e2e-hold", "e2e-hold-a", "e2e-hold-b", "e2e-hold-c", "e2e-hold-z"
+	applyScheduler(t, testutil.MakeScheduler(sched).Obj())
+	applyProfile(t, fmt.Sprintf(`{metadata: {name: %s}, spec: {schedulerRef: {name: %s}}}`, a, sched))
+	member := applyProfile(t, fmt.Sprintf(`{metadata: {name: %s}, spec: {schedulerRef: {name: %s}, schedulerName: %s}}`, b, sched, z))
+	waitServes(t, sched, a, b)
+	s := startNameSampler(t, sched+".scheduler", c+"-scheduler")
+
+	// The Scheduler's next revision cannot be placed, and b is not in it.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &schedulingv1alpha1.Scheduler{}
+		if err := k8s.Get(t.Context(), client.ObjectKey{Name: sched}, got); err != nil {
+			return err
+		}
+		got.Spec.NodeSelector = map[string]string{"e2e-no-such-label": "x"}
+		return k8s.Update(t.Context(), got)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(t.Context(), member); err != nil {
+		t.Fatal(err)
+	}
+	// The status lists a alone; the running pods still have b's entry.
+	testutil.Eventually(t, 30*time.Second, "Scheduler "+sched+" to list "+a+" alone", func(ctx context.Context) error {
+		got := &schedulingv1alpha1.Scheduler{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: sched}, got); err != nil {
+			return err
+		}
+		if len(got.Status.Profiles) != 1 || got.Status.Profiles[0].Name != a {
+			return fmt.Errorf("lists %v", got.Status.Profiles)
+		}
+		return nil
+	})
+	applyProfile(t, fmt.Sprintf(`{metadata: {name: %s}, spec: {schedulerName: %s}}`, c, z))
+	p := waitCondition(t, c, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict, 60*time.Second)
+	if msg := conditionMessage(p, schedulingv1alpha1.ConditionConfigValid); !strings.Contains(msg, "running revision of Scheduler") {
+		t.Errorf("ConfigValid message %q does not name the Scheduler that holds the name", msg)
+	}
+
+	// The new revision is rolled back, to the one with b's entry: c still waits.
+	testutil.Eventually(t, controllers.DefaultUnschedulableTimeout+90*time.Second, "Scheduler "+sched+" to roll back", func(ctx context.Context) error {
+		got := &schedulingv1alpha1.Scheduler{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: sched}, got); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, schedulingv1alpha1.ConditionDegraded); c == nil || c.Reason != schedulingv1alpha1.ReasonRolloutFailed {
+			return fmt.Errorf("degraded: %+v", c)
+		}
+		return nil
+	})
+	testutil.Consistently(t, 3*time.Second, c+" to keep waiting for "+z, func(ctx context.Context) error {
+		got := &schedulingv1alpha1.SchedulerProfile{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: c}, got); err != nil {
+			return err
+		}
+		if cond := meta.FindStatusCondition(got.Status.Conditions, schedulingv1alpha1.ConditionConfigValid); cond == nil || cond.Reason != schedulingv1alpha1.ReasonSchedulerNameConflict {
+			return fmt.Errorf("ConfigValid: %+v", cond)
+		}
+		return nil
+	})
+
+	samples, worst := s.stop()
+	t.Logf("%d samples of the running schedulers every 250ms; most Deployments serving one name at once: %d", samples, worst.count)
+	if samples < 8 {
+		t.Errorf("only %d samples: the sampler did not run", samples)
+	}
+	if worst.count > 1 {
+		t.Errorf("%s was served by %v at once", worst.name, worst.deployments)
+	}
+}
+
+// conditionMessage is the message of a profile's condition, "" without it.
+func conditionMessage(p *schedulingv1alpha1.SchedulerProfile, typ string) string {
+	if c := meta.FindStatusCondition(p.Status.Conditions, typ); c != nil {
+		return c.Message
+	}
+	return ""
 }
 
 // namedProfile is a profile with a scheduler name, which the webhook reviews.
@@ -150,6 +240,9 @@ func startNameSampler(t *testing.T, deployments ...string) *nameSampler {
 				}
 				for hash := range hashes {
 					cm := strings.TrimSuffix(d, "-scheduler") + "-config-" + hash
+					if s, ok := strings.CutSuffix(d, ".scheduler"); ok { // a Scheduler's
+						cm = s + ".config-" + hash
+					}
 					if _, ok := names[cm]; !ok {
 						if got := configNames(ctx, cm); got != nil {
 							names[cm] = got

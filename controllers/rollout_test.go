@@ -506,3 +506,41 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackKeepsTheStoppedMark: a rollback of a user's change, on a Deployment that a rollback
+// from the operator's image marked, keeps the mark, so that the stopped wave stays stopped. Before
+// carryImageRollback was called here, the apply of such a rollback dropped the annotation and the
+// image that failed was tried again.
+func TestRollbackKeepsTheStoppedMark(t *testing.T) {
+	proc := dedicated(testutil.MakeProfile("p").Obj())
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "p-scheduler-1", Labels: proc.selectorLabels()}}
+	rs.Spec.Template.Labels = proc.selectorLabels()
+	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1", AnnotationLease: proc.leaseName}
+	rs.Spec.Template.Spec.Containers = []corev1.Container{{Name: schedulerContainer, Image: "example.com/spo:v1"}}
+	for _, tc := range []struct {
+		name, mark string
+		wantMark   bool
+	}{
+		{name: "marked with the operator's image", mark: testSettings.image, wantMark: true},
+		{name: "marked with another image", mark: "example.com/spo:old"},
+		{name: "not marked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := &appsv1.Deployment{}
+			live.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r2"}
+			if tc.mark != "" {
+				live.Annotations = map[string]string{AnnotationImageRolledBack: tc.mark}
+			}
+			// The revision rolled back from runs the same image as r1: markImageRollback adds nothing.
+			r := fakeObjects(rs.DeepCopy())
+			rollback, refused, err := r.rollbackDeployment(t.Context(), proc, "r1", live, "example.com/spo:v1")
+			if err != nil || refused != "" || rollback == nil {
+				t.Fatalf("rollback %v, refused %q, err %v", rollback, refused, err)
+			}
+			d := typed[appsv1.Deployment](t, rollback.desired)
+			if got, ok := d.Annotations[AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.image) {
+				t.Errorf("the rollback's mark is %q (set: %v), want set: %v", got, ok, tc.wantMark)
+			}
+		})
+	}
+}

@@ -108,10 +108,10 @@ func anchors(t *testing.T, path string) map[string]bool {
 	return out
 }
 
-// TestRelativeLinks checks that every relative link of every page names a file that exists and,
-// when it has one, an anchor of that page.
+// TestRelativeLinks checks that every relative link of every page, and of CHANGELOG.md, names a
+// file that exists and, when it has one, an anchor of that page.
 func TestRelativeLinks(t *testing.T) {
-	for _, page := range pages(t) {
+	for _, page := range append(pages(t), filepath.Join(root, "CHANGELOG.md")) {
 		for _, line := range parse(t, page).prose {
 			for _, m := range linkRE.FindAllStringSubmatch(codeRE.ReplaceAllString(line, ""), -1) {
 				target := m[1]

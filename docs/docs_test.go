@@ -1,7 +1,9 @@
 // Package docs holds the documentation pages; its tests keep them true. Every command of a
 // `console` block is run and its output compared with the page, every relative link must resolve
-// (anchors included), every page is reachable from the index, and every metric the operator
-// registers is in the metrics reference.
+// (anchors included), every page is reachable from the index, every metric the operator
+// registers is in the metrics reference, the profile the pages show is the sample that is
+// applied, and no user page carries a commit hash or a date: pages are manuals, history is in
+// CHANGELOG.md and git.
 package docs
 
 import (
@@ -13,15 +15,25 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 )
 
 // root is the repository's root, relative to this package.
 const root = ".."
 
-// pages are the markdown files the tests read: the README and every page under docs/.
+// rootPages are the user pages at the repository's root that the tests read besides docs/.
+// CHANGELOG.md is not one of them: history, with its dates, belongs there.
+var rootPages = []string{"README.md", "CONTRIBUTING.md", "SECURITY.md"}
+
+// pages are the markdown files the tests read: the root pages and every page under docs/.
 func pages(t *testing.T) []string {
 	t.Helper()
-	out := []string{filepath.Join(root, "README.md")}
+	var out []string
+	for _, name := range rootPages {
+		out = append(out, filepath.Join(root, name))
+	}
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
 			out = append(out, path)
@@ -96,10 +108,10 @@ func anchors(t *testing.T, path string) map[string]bool {
 	return out
 }
 
-// TestRelativeLinks checks that every relative link of every page names a file that exists and,
-// when it has one, an anchor of that page.
+// TestRelativeLinks checks that every relative link of every page, and of CHANGELOG.md, names a
+// file that exists and, when it has one, an anchor of that page.
 func TestRelativeLinks(t *testing.T) {
-	for _, page := range pages(t) {
+	for _, page := range append(pages(t), filepath.Join(root, "CHANGELOG.md")) {
 		for _, line := range parse(t, page).prose {
 			for _, m := range linkRE.FindAllStringSubmatch(codeRE.ReplaceAllString(line, ""), -1) {
 				target := m[1]
@@ -302,4 +314,135 @@ func TestMetricsReference(t *testing.T) {
 			t.Errorf("docs/reference/metrics.md does not document %s", m[1])
 		}
 	}
+}
+
+var (
+	// hexRE finds what may be a commit hash: a word of 7 to 40 hexadecimal digits. hashLike keeps
+	// those with a digit and a letter, so that numbers and words such as "deadbeef" or "1000000"
+	// do not count.
+	hexRE = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
+	// dateRE finds a date as git, logs and benchmark tables print it.
+	dateRE = regexp.MustCompile(`\b20\d\d-\d\d-\d\d\b`)
+	// configHashPrefixes are what comes right before a configuration's content hash in the
+	// operator's and the demo's output (a ConfigMap "binpack-config-63a19d9f7a", "config hash
+	// 63a19d9f7a"): the hash of the rendered configuration, which the pages show as it is
+	// printed, not a commit.
+	configHashPrefixes = []string{"config-", "config hash "}
+)
+
+func hashLike(word string) bool {
+	return strings.ContainsAny(word, "0123456789") && strings.ContainsAny(word, "abcdef")
+}
+
+// diaryFindings are the commit hashes and dates of a page's lines, code blocks included.
+func diaryFindings(text string) []string {
+	var out []string
+	for i, line := range strings.Split(text, "\n") {
+		for _, loc := range hexRE.FindAllStringIndex(line, -1) {
+			word := line[loc[0]:loc[1]]
+			if !hashLike(word) || afterConfigPrefix(line[:loc[0]]) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("line %d: %q looks like a commit hash", i+1, word))
+		}
+		for _, date := range dateRE.FindAllString(line, -1) {
+			out = append(out, fmt.Sprintf("line %d: %q is a date", i+1, date))
+		}
+	}
+	return out
+}
+
+func afterConfigPrefix(before string) bool {
+	for _, p := range configHashPrefixes {
+		if strings.HasSuffix(before, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestUserPagesAreNotDiaries keeps the history of runs and changes out of the user pages: a page
+// says what a feature does, how to use it and what it costs, in the present tense. A commit hash
+// or a date is the sign of a diary ("before these changes (commit ...)", "measured on ..."); what
+// a user needs of that history goes to CHANGELOG.md, the rest stays in git.
+func TestUserPagesAreNotDiaries(t *testing.T) {
+	for _, page := range pages(t) {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range diaryFindings(string(data)) {
+			t.Errorf("%s: %s: user pages are manuals, not diaries; history goes to CHANGELOG.md", page, f)
+		}
+	}
+}
+
+func TestDiaryFindings(t *testing.T) {
+	cases := []struct {
+		name string
+		text string
+		want int
+	}{
+		{"a short commit hash", "before these changes (commit 362c5b9, same command)", 1},
+		{"a full commit hash", "fixed in 95e91501c4d1a2b3c4d5e6f708192a3b4c5d6e7f", 1},
+		{"a date", "make bench on 2026-12-01 at 22:08 UTC", 1},
+		{"a date in a table header", "bench validate: 2026-12-01 22:08 UTC, 2 CPUs", 1},
+		{"a config hash in a ConfigMap name", "config binpack-config-63a19d9f7a", 0},
+		{"a config hash as render prints it", "# SchedulerProfile binpack, config hash 63a19d9f7a", 0},
+		{"a Scheduler's ConfigMap", "config shared.config-40107573e6)", 0},
+		{"a number", "about 12000000 writes", 0},
+		{"a word of hex letters", "a deadbeef value", 0},
+		{"a version", "kube-scheduler v1.37.2, go1.26.8", 0},
+		{"a hash in a word", "image@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 0},
+	}
+	for _, tc := range cases {
+		if got := diaryFindings(tc.text); len(got) != tc.want {
+			t.Errorf("%s: diaryFindings(%q) = %q, want %d findings", tc.name, tc.text, got, tc.want)
+		}
+	}
+}
+
+// sampleProfile is the sample that `kubectl apply -k config/samples` applies and the pages show.
+const sampleProfile = "../config/samples/scheduling_v1alpha1_schedulerprofile_binpack.yaml"
+
+// TestShownProfileIsTheSample checks that the profile the README and write-a-profile show, the
+// first yaml block of each, is the sample that is applied, field for field (comments and layout
+// aside).
+func TestShownProfileIsTheSample(t *testing.T) {
+	want := decodeYAML(t, sampleProfile, readFile(t, sampleProfile))
+	for _, page := range []string{filepath.Join(root, "README.md"), filepath.Join("tasks", "write-a-profile.md")} {
+		var shown *block
+		for _, b := range parse(t, page).blocks {
+			if b.info == "yaml" {
+				shown = &b
+				break
+			}
+		}
+		if shown == nil {
+			t.Errorf("%s: no yaml block", page)
+			continue
+		}
+		got := decodeYAML(t, fmt.Sprintf("%s:%d", page, shown.line), []byte(strings.Join(shown.lines, "\n")))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s:%d: the profile shown is not %s (-sample +shown):\n%s", page, shown.line, sampleProfile, diff)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func decodeYAML(t *testing.T, where string, data []byte) map[string]any {
+	t.Helper()
+	var out map[string]any
+	if err := yaml.Unmarshal(data, &out); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return out
 }

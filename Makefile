@@ -169,21 +169,23 @@ $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy: hack/tools/kubelet/go.mod hack/tools/kub
 	cd hack/tools/kubelet && go build -ldflags '$(LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(notdir $@)
 
 # The real node's container runtime, CNI plugins and packet filter come from Debian's packages,
-# which make test-deps (or make node-deps) installs; make test only checks for them.
-NODE_PACKAGES := containerd runc containernetworking-plugins iptables conntrack nftables iproute2
-# What the real node runs from the host (internal/localcluster looks for the same), and its CNI plugins.
-NODE_BINARIES := containerd containerd-shim-runc-v2 ctr runc ip iptables iptables-save iptables-restore \
-	ip6tables ip6tables-save ip6tables-restore conntrack nft
+# which make test-deps (or make node-deps) installs; make test only checks for them. NODE_NEEDS are
+# those packages with the programs the node runs from each (internal/localcluster looks for the
+# same); containernetworking-plugins provides the CNI plugins in NODE_CNI_DIR.
+NODE_NEEDS := containerd:containerd,containerd-shim-runc-v2,ctr runc:runc iproute2:ip conntrack:conntrack nftables:nft \
+	iptables:iptables,iptables-save,iptables-restore,ip6tables,ip6tables-save,ip6tables-restore
 NODE_CNI_DIR := /usr/lib/cni
 NODE_CNI_PLUGINS := bridge host-local portmap loopback
-# A shell command that prints what of NODE_BINARIES and NODE_CNI_PLUGINS is missing, nothing if none.
-NODE_MISSING = for b in $(NODE_BINARIES); do command -v $$b >/dev/null || printf ' %s' $$b; done; \
-	for p in $(NODE_CNI_PLUGINS); do [ -x $(NODE_CNI_DIR)/$$p ] || { printf ' CNI plugins'; break; }; done
+# A shell command that prints the packages of which a program or plugin is missing: nothing when the
+# real node has all it needs. Only those are installed, so that, say, Docker's containerd.io stays.
+NODE_MISSING = for need in $(NODE_NEEDS); do for b in $$(echo $$need | cut -d: -f2 | tr , ' '); do \
+	command -v $$b >/dev/null || { printf ' %s' $$(echo $$need | cut -d: -f1); break; }; done; done; \
+	for p in $(NODE_CNI_PLUGINS); do [ -x $(NODE_CNI_DIR)/$$p ] || { printf ' containernetworking-plugins'; break; }; done
 .PHONY: node-deps
-node-deps: ## Install what the real node needs from Debian's packages (containerd, runc, CNI plugins, iptables, conntrack, nftables, iproute2) unless it is there; needs root.
+node-deps: ## Install the Debian packages of the real node (containerd, runc, CNI plugins, iptables, conntrack, nftables, iproute2) that are missing; needs root.
 	@missing="$$($(NODE_MISSING))"; if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" -ne 0 ]; then echo "node-deps: missing$$missing, and installing $(NODE_PACKAGES) needs root: run sudo make node-deps"; exit 1; fi; \
-		echo "node-deps: installing $(NODE_PACKAGES) for$$missing"; apt-get install -y --no-install-recommends $(NODE_PACKAGES); fi
+		if [ "$$(id -u)" -ne 0 ]; then echo "node-deps: installing$$missing needs root: run sudo make node-deps"; exit 1; fi; \
+		echo "node-deps: installing$$missing"; apt-get install -y --no-install-recommends$$missing; fi
 
 # test-html's browser: Debian's headless shell of Chromium (Chromium's renderer without the desktop
 # browser and its GTK), 87 MB to download and 282 MB on disk. A chromium already on the PATH, or

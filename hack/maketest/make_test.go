@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,13 +108,91 @@ func TestMakeTestInstallsNothing(t *testing.T) {
 // that lacks them; this also shows the pattern of the test above finds the installer's commands.
 func TestMakeTestDepsInstalls(t *testing.T) {
 	out := dryRun(t, "test-deps")
-	for _, pkgs := range []string{
-		"apt-get install -y --no-install-recommends containerd runc containernetworking-plugins iptables conntrack nftables iproute2",
+	for _, cmd := range []string{
+		"apt-get install -y --no-install-recommends$missing",
 		"apt-get install -y --no-install-recommends chromium-headless-shell",
 	} {
-		if !strings.Contains(out, pkgs) || !installer.MatchString(pkgs) {
-			t.Errorf("make -n test-deps does not print %q:\n%s", pkgs, out)
+		if !strings.Contains(out, cmd) || !installer.MatchString(cmd) {
+			t.Errorf("make -n test-deps does not print %q:\n%s", cmd, out)
 		}
+	}
+}
+
+// nodePrograms are the programs NODE_NEEDS looks for.
+var nodePrograms = []string{
+	"containerd", "containerd-shim-runc-v2", "ctr", "runc", "ip", "conntrack", "nft",
+	"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore",
+}
+
+// TestNodeGate: the real-node tier's gate names the Debian packages of the programs and CNI
+// plugins that are missing, the ones make test-deps installs, and runs the tier when none is.
+func TestNodeGate(t *testing.T) {
+	// tools are what make -n test-node runs besides the node's programs.
+	tools := t.TempDir()
+	for _, name := range []string{"make", "bash", "sh", "env", "id", "cut", "tr", "awk", "find", "cat"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(path, filepath.Join(tools, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name                  string
+		absent, absentPlugins []string
+		// want is the list of missing packages, empty when the tier runs.
+		want string
+	}{
+		{name: "everything there"},
+		{name: "no nft", absent: []string{"nft"}, want: "nftables"},
+		{name: "no ip6tables-restore, no ctr", absent: []string{"ip6tables-restore", "ctr"}, want: "containerd iptables"},
+		{name: "no portmap plugin", absentPlugins: []string{"portmap"}, want: "containernetworking-plugins"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, cni := t.TempDir(), t.TempDir()
+			for _, name := range nodePrograms {
+				if !slices.Contains(tc.absent, name) {
+					writeExecutable(t, filepath.Join(bin, name))
+				}
+			}
+			for _, name := range []string{"bridge", "host-local", "portmap", "loopback"} {
+				if !slices.Contains(tc.absentPlugins, name) {
+					writeExecutable(t, filepath.Join(cni, name))
+				}
+			}
+			cmd := exec.Command(filepath.Join(tools, "make"), "-n", "--no-print-directory", "test-node", "NODE_CNI_DIR="+cni)
+			cmd.Dir = root
+			cmd.Env = makeEnv("PATH=" + bin + string(os.PathListSeparator) + tools)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("make -n test-node: %v\n%s", err, out)
+			}
+			notRoot := ""
+			if os.Geteuid() != 0 {
+				notRoot = " root"
+			}
+			skip := regexp.MustCompile(`(?m)^test-node: skipped, the real node needs root and Debian's packages \(missing:(.*)\): run make test-deps as root to enable it$`)
+			m := skip.FindSubmatch(out)
+			switch {
+			case tc.want == "" && notRoot == "":
+				if m != nil || !strings.Contains(string(out), "go test ./test/node") {
+					t.Errorf("make -n test-node does not run the tier:\n%s", out)
+				}
+			case m == nil:
+				t.Errorf("make -n test-node does not skip the tier:\n%s", out)
+			case string(m[1]) != strings.TrimRight(notRoot+" "+tc.want, " "):
+				t.Errorf("missing:%s, want%s %s", m[1], notRoot, tc.want)
+			}
+		})
+	}
+}
+
+func writeExecutable(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 }
 

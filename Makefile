@@ -231,6 +231,7 @@ test: ## Run every test tier and print each one's time; installs nothing (the ti
 
 # Gates of the tiers that need what make test-deps installs: shell commands that print what is
 # missing, nothing when the tier can run. Without it, the tier prints one line and passes.
+# hack/maketest sets them on the command line (NODE_UNMET=true) to dry-run either branch.
 NODE_UNMET = [ "$$(id -u)" -eq 0 ] || printf ' root'; $(NODE_MISSING)
 CHROMIUM_UNMET = ($(CHROMIUM_FOUND)) || printf ' chromium-headless-shell'
 

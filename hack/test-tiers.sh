@@ -27,7 +27,7 @@ rows=()
 start_all=$(now)
 for tier in "$@"; do
 	start=$(now)
-	"$make" "$tier"
+	"$make" --no-print-directory "$tier"
 	rc=$?
 	result=ok
 	if ((rc != 0)); then

@@ -1,0 +1,95 @@
+package maketest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// tiersMakefile runs hack/test-tiers.sh as make test does, on three tiers of which tier-b fails.
+const tiersMakefile = `test:
+	@MAKE="$(MAKE)" $(SCRIPT) tier-a tier-b tier-c
+tier-a:
+	@echo ran tier-a
+tier-b:
+	@echo ran tier-b; exit 3
+tier-c:
+	@echo ran tier-c
+`
+
+// TestTestTiers: hack/test-tiers.sh prints a row per tier it ran and a total, and leaves make's
+// exit status and -k as they were: a failing tier fails make test, and stops it unless -k.
+func TestTestTiers(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join(root, "hack/test-tiers.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(tiersMakefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		flags []string
+		// ran are the tiers that ran, rows the table's rows in order.
+		ran, rows []string
+	}{
+		{
+			name: "stops at the failing tier",
+			ran:  []string{"tier-a", "tier-b"},
+			rows: []string{`tier-a +\d+\.\ds +ok`, `tier-b +\d+\.\ds +FAILED \(exit 2\)`},
+		},
+		{
+			name:  "keeps going with -k",
+			flags: []string{"-k"},
+			ran:   []string{"tier-a", "tier-b", "tier-c"},
+			rows:  []string{`tier-a +\d+\.\ds +ok`, `tier-b +\d+\.\ds +FAILED \(exit 2\)`, `tier-c +\d+\.\ds +ok`},
+		},
+		{
+			name:  "-j is not -k",
+			flags: []string{"-j2"},
+			ran:   []string{"tier-a", "tier-b"},
+			rows:  []string{`tier-a +\d+\.\ds +ok`, `tier-b +\d+\.\ds +FAILED \(exit 2\)`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("make", append([]string{"-s", "--no-print-directory", "SCRIPT=" + script}, tc.flags...)...)
+			cmd.Dir = dir
+			cmd.Env = makeEnv()
+			out, err := cmd.CombinedOutput()
+			if exitErr, ok := err.(*exec.ExitError); !ok || exitErr.ExitCode() != 2 {
+				t.Errorf("make test: %v, want exit status 2 (a tier failed)\n%s", err, out)
+			}
+			var ran []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if tier, ok := strings.CutPrefix(line, "ran "); ok {
+					ran = append(ran, tier)
+				}
+			}
+			if strings.Join(ran, " ") != strings.Join(tc.ran, " ") {
+				t.Errorf("tiers run: %v, want %v\n%s", ran, tc.ran, out)
+			}
+			table := `(?m)^tier +time +result\n` + strings.Join(tc.rows, `\n`) + `\ntotal +\d+\.\ds$`
+			if !regexp.MustCompile(table).Match(out) {
+				t.Errorf("no table matching %s in:\n%s", table, out)
+			}
+		})
+	}
+}
+
+// TestTestTiersAllPass: when every tier passes, so does make test.
+func TestTestTiersAllPass(t *testing.T) {
+	cmd := exec.Command(filepath.Join(root, "hack/test-tiers.sh"), "one", "two")
+	cmd.Env = makeEnv("MAKE=true")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("hack/test-tiers.sh: %v\n%s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^one +\d+\.\ds +ok\ntwo +\d+\.\ds +ok\ntotal`).Match(out) {
+		t.Errorf("unexpected table:\n%s", out)
+	}
+}

@@ -346,31 +346,39 @@ func readRelease(r io.Reader) (string, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return "", fmt.Errorf("the manifest: %w", err)
 	}
-	want := dockerImage{Config: blobPath(m.Config.Digest)}
 	for _, d := range append([]descriptor{m.Config}, m.Layers...) {
 		if _, err := blob(d); err != nil {
 			return "", err
 		}
 	}
-	for _, d := range m.Layers {
-		want.Layers = append(want.Layers, blobPath(d.Digest))
-	}
-	var images []dockerImage
-	if err := json.Unmarshal(files[dockerManifestFile], &images); err != nil {
-		return "", fmt.Errorf("%s: %w", dockerManifestFile, err)
-	}
-	if len(images) != 1 || len(images[0].RepoTags) != 1 {
-		return "", fmt.Errorf("%s: %+v, want one image with one tag", dockerManifestFile, images)
-	}
-	tag := images[0].RepoTags[0]
-	want.RepoTags = []string{tag}
-	if got, _ := json.Marshal(images[0]); !bytes.Equal(got, mustJSON(want)) {
-		return "", fmt.Errorf("%s names %s, the index's manifest %s", dockerManifestFile, got, mustJSON(want))
+	tag, err := dockerTag(files[dockerManifestFile], m)
+	if err != nil {
+		return "", err
 	}
 	if name := idx.Manifests[0].Annotations[annotationImageName]; name != fullName(tag) {
 		return "", fmt.Errorf("the index names the image %q, manifest.json %q", name, tag)
 	}
 	return tag + "@" + idx.Manifests[0].Digest, nil
+}
+
+// dockerTag checks that manifest.json names one image, the blobs of m, with one tag, and returns
+// the tag.
+func dockerTag(data []byte, m manifest) (string, error) {
+	var images []dockerImage
+	if err := json.Unmarshal(data, &images); err != nil {
+		return "", fmt.Errorf("%s: %w", dockerManifestFile, err)
+	}
+	if len(images) != 1 || len(images[0].RepoTags) != 1 {
+		return "", fmt.Errorf("%s: %+v, want one image with one tag", dockerManifestFile, images)
+	}
+	want := dockerImage{Config: blobPath(m.Config.Digest), RepoTags: images[0].RepoTags}
+	for _, d := range m.Layers {
+		want.Layers = append(want.Layers, blobPath(d.Digest))
+	}
+	if got := mustJSON(images[0]); !bytes.Equal(got, mustJSON(want)) {
+		return "", fmt.Errorf("%s names %s, the index's manifest %s", dockerManifestFile, got, mustJSON(want))
+	}
+	return images[0].RepoTags[0], nil
 }
 
 func mustJSON(v any) []byte {

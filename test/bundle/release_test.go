@@ -36,6 +36,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
@@ -315,9 +316,31 @@ func checkReleaseBundle(t *testing.T, file, ref string) {
 func installRelease(t *testing.T, objs []*unstructured.Unstructured, deployment *appsv1.Deployment, ref string) {
 	admin := startEnv(t)
 	c := newClient(t, admin)
-	ctx := t.Context()
-	namespace := deployment.Namespace
+	// envtest has no Service network: the webhooks call the operator's port on localhost.
+	port := testutil.FreePort(t)
+	applyInstall(t, admin, c, objs, port)
+	checkInstalledPod(t, c, deployment, ref)
 
+	certDir := t.TempDir()
+	operatorCfg := framework.AsServiceAccount(admin, deployment.Namespace, deployment.Spec.Template.Spec.ServiceAccountName)
+	framework.StartOperator(t, operatorCfg, installedOperatorOptions(t, deployment, port, certDir))
+	secret := rotatedCertificate(t, c, deployment.Namespace)
+	// The kubelet's part: the Secret mounted at the certificate directory.
+	for _, key := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(certDir, key), secret.Data[key], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refusedByWebhook(t, c)
+	sampleRollsOut(t, c, deployment.Namespace, ref)
+}
+
+// applyInstall applies every object of install.yaml as `kubectl apply --server-side` does, the
+// webhooks changed to call the port of localhost, and waits until the CRDs are established. The
+// objects are deleted when the test ends.
+func applyInstall(t *testing.T, admin *rest.Config, c client.Client, objs []*unstructured.Unstructured, port int) {
+	t.Helper()
+	ctx := t.Context()
 	// The CRDs are those of the bundle, which an earlier test installed and deleted.
 	var crds []string
 	for _, obj := range objs {
@@ -334,9 +357,6 @@ func installRelease(t *testing.T, objs []*unstructured.Unstructured, deployment 
 		}
 		return nil
 	})
-
-	// envtest has no Service network: the webhooks call the operator's port on localhost.
-	port := testutil.FreePort(t)
 	var applied []*unstructured.Unstructured
 	t.Cleanup(func() {
 		for _, obj := range slices.Backward(applied) {
@@ -356,54 +376,41 @@ func installRelease(t *testing.T, objs []*unstructured.Unstructured, deployment 
 			t.Fatalf("Applying %s %s: %v", obj.GetKind(), client.ObjectKeyFromObject(obj), err)
 		}
 		applied = append(applied, obj)
-		if obj.GetKind() == "CustomResourceDefinition" {
-			testutil.Eventually(t, waitTimeout, "CRD "+obj.GetName()+" established", func(ctx context.Context) error {
-				crd := &apiextensionsv1.CustomResourceDefinition{}
-				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), crd); err != nil {
-					return err
-				}
-				if !slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
-					return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
-				}) {
-					return fmt.Errorf("not established")
-				}
-				return nil
-			})
-		}
 	}
+	if err := operatorenv.WaitEstablished(ctx, c, crds...); err != nil {
+		t.Fatal(err)
+	}
+}
 
+// checkInstalledPod checks that the stored Deployment runs ref and that its pod, as a ReplicaSet
+// would create it, is admitted in the operator's namespace, which enforces Pod Security.
+func checkInstalledPod(t *testing.T, c client.Client, deployment *appsv1.Deployment, ref string) {
+	t.Helper()
 	stored := &appsv1.Deployment{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(deployment), stored); err != nil {
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(deployment), stored); err != nil {
 		t.Fatal(err)
 	}
 	if got := stored.Spec.Template.Spec.Containers[0].Image; got != ref {
 		t.Errorf("The stored Deployment runs %q, want %q", got, ref)
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: deployment.Name + "-pod", Labels: deployment.Spec.Template.Labels},
-		Spec:       deployment.Spec.Template.Spec,
+		ObjectMeta: metav1.ObjectMeta{Namespace: stored.Namespace, Name: stored.Name + "-pod", Labels: stored.Spec.Template.Labels},
+		Spec:       stored.Spec.Template.Spec,
 	}
-	if err := c.Create(ctx, pod, client.DryRunAll); err != nil {
-		t.Errorf("Creating the operator's pod in its namespace (Pod Security %q): %v", stored.Namespace, err)
+	if err := c.Create(t.Context(), pod, client.DryRunAll); err != nil {
+		t.Errorf("Creating the operator's pod in namespace %s: %v", stored.Namespace, err)
 	}
+}
 
-	operatorCfg := framework.AsServiceAccount(admin, namespace, deployment.Spec.Template.Spec.ServiceAccountName)
-	certDir := t.TempDir()
-	framework.StartOperator(t, operatorCfg, installedOperatorOptions(t, deployment, port, certDir))
-	secret := rotatedCertificate(t, c, namespace)
-	// The kubelet's part: the Secret mounted at the certificate directory.
-	for _, key := range []string{"tls.crt", "tls.key"} {
-		if err := os.WriteFile(filepath.Join(certDir, key), secret.Data[key], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	refusedByWebhook(t, c)
-
+// sampleRollsOut creates the sample profile and waits until it is ConfigValid with a scheduler
+// Deployment of the image ref: what envtest can show of a rollout.
+func sampleRollsOut(t *testing.T, c client.Client, namespace, ref string) {
+	t.Helper()
 	profile := &schedulingv1alpha1.SchedulerProfile{}
 	if err := yaml.UnmarshalStrict(readFile(t, releaseSample), profile); err != nil {
 		t.Fatalf("Decoding %s: %v", releaseSample, err)
 	}
-	if err := c.Create(ctx, profile); err != nil {
+	if err := c.Create(t.Context(), profile); err != nil {
 		t.Fatalf("Creating SchedulerProfile %s: %v", profile.Name, err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), profile) })

@@ -418,6 +418,28 @@ $(PAUSE_IMAGE_TAR): hack/tools/image/pause/main.go $(IMAGE_TOOL)
 	cd hack/tools/image && CGO_ENABLED=0 go build -ldflags '-s -w' -o $(LOCALBIN)/pause ./pause
 	$(IMAGE_TOOL) --output $@ --tag $(PAUSE_IMAGE) --user 65535:65535 --entrypoint /pause --file /pause=$(LOCALBIN)/pause
 
+# make release: what a release publishes, in DIST, from the tree as it is (run make verify first).
+# The image of make image, repacked by hack/release as an archive that is also an OCI image layout,
+# so that loading it (kind load image-archive, ctr images import) keeps its manifest digest;
+# install.yaml, config/default built as make deploy builds it, with the image IMG@<that digest>
+# (RELATED_IMAGE_SCHEDULER follows it); the OLM bundle of config/manifests pinned the same, as a
+# tarball; SHA256SUMS. hack/release seal fails unless every image they name is that one. Without
+# IMG on the command line, the release names the release image of VERSION, as make bundle does.
+DIST ?= dist
+RELEASE_IMG = $(BUNDLE_OPERATOR_IMG)
+RELEASE_IMAGE_TAR := scheduler-profile-operator-image.tar
+RELEASE_BUNDLE := scheduler-profile-operator-bundle
+
+.PHONY: release
+release: $(KUSTOMIZE) $(IMAGE_TAR) ## Write the release of VERSION and IMG (default: the release image of VERSION) into DIST (dist/): install.yaml and the OLM bundle with the image pinned by digest, the image tarball, SHA256SUMS.
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	ref="$$(go run ./hack/release image --from $(IMAGE_TAR) --tag $(RELEASE_IMG) --out $(DIST)/$(RELEASE_IMAGE_TAR))"; \
+	($(call kustomize-build,config/default,$$ref)) > $(DIST)/install.yaml; \
+	($(call kustomize-build,config/manifests,$$ref)) | go run ./hack/bundle --version $(VERSION) --channels $(CHANNELS) \
+		--default-channel $(DEFAULT_CHANNEL) --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --dockerfile $(DIST)/$(RELEASE_BUNDLE)/bundle.Dockerfile
+	go run ./hack/release seal --dir $(DIST) --image $(RELEASE_IMAGE_TAR) --bundle $(RELEASE_BUNDLE)
+	cat $(DIST)/SHA256SUMS
+
 .PHONY: docker-build
 docker-build: ## Build the image IMG (the operator and the scheduler) with CONTAINER_TOOL.
 	$(CONTAINER_TOOL) build -t $(IMG) .

@@ -1,6 +1,7 @@
 // Command checktree fails when git tracks build output: an executable or object file, other
-// binary content, or a file larger than a limit. `make verify` runs it, so a `go build` output
-// committed by mistake (a 71 MB binary once was) cannot come back.
+// binary content, a file larger than a limit, or any file in dist/ (make release's output).
+// `make verify` runs it, so a `go build` output committed by mistake (a 71 MB binary once was)
+// cannot come back.
 //
 //	go run ./hack/checktree [-C dir] [-limit bytes] [-allow file]
 //
@@ -80,6 +81,10 @@ func run(dir, allowFile string, limit int64) ([]string, error) {
 		if name == "" || allow[name] {
 			continue
 		}
+		if dir, what, ok := outputDir(name); ok {
+			problems = append(problems, name+": in "+dir+", "+what)
+			continue
+		}
 		problem, err := checkFile(filepath.Join(dir, name), limit)
 		if err != nil {
 			return nil, err
@@ -89,6 +94,22 @@ func run(dir, allowFile string, limit int64) ([]string, error) {
 		}
 	}
 	return problems, nil
+}
+
+// outputDirs are the directories that only build output goes to, whatever its content: the text
+// files of make release (install.yaml, SHA256SUMS) are no binaries and may be small.
+var outputDirs = []struct{ dir, what string }{
+	{"dist/", "the output of make release"},
+}
+
+// outputDir reports whether name is in one of outputDirs, and which.
+func outputDir(name string) (dir, what string, ok bool) {
+	for _, d := range outputDirs {
+		if strings.HasPrefix(name, d.dir) {
+			return d.dir, d.what, true
+		}
+	}
+	return "", "", false
 }
 
 // checkFile says what is wrong with one tracked file, or "" when nothing is.

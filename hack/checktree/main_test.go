@@ -74,6 +74,11 @@ func TestRun(t *testing.T) {
 		limit: 20000,
 		want:  []string{"docs/big.md: 30000 bytes, over the limit of 20000"},
 	}, {
+		name:  "make release's output, text and small",
+		files: map[string][]byte{"main.go": text, "dist/install.yaml": []byte("kind: Namespace\n"), "dist/SHA256SUMS": []byte("0  install.yaml\n")},
+		limit: defaultLimit,
+		want:  []string{"dist/SHA256SUMS: in dist/, the output of make release", "dist/install.yaml: in dist/, the output of make release"},
+	}, {
 		name: "allowlisted files",
 		files: map[string][]byte{
 			"docs/big.md":              big,

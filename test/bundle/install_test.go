@@ -49,7 +49,7 @@ func TestKustomizeDefaultAppliesServerDryRun(t *testing.T) {
 	if err := c.Create(ctx, ns.DeepCopy()); err != nil {
 		t.Fatalf("Creating Namespace %s: %v", ns.GetName(), err)
 	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), ns.DeepCopy()) })
+	t.Cleanup(func() { deleteNamespace(t, rc, ns.GetName()) })
 
 	// Namespaced objects stay in the operator's namespace except the kube-system Role and
 	// RoleBinding (the namespace transformer of config/default must not move them).

@@ -10,6 +10,12 @@
 //
 // It prints the image's ID (the digest of its config, what a container runtime reports as the
 // pod's imageID) and the digest of its manifest.
+//
+//	image --digest bin/image.tar
+//
+// prints the digest of the manifest of the image of an archive, as go-containerregistry reads it
+// (`crane push` uploads that manifest): test/bundle checks the digest that make release pins
+// against it.
 package main
 
 import (
@@ -49,6 +55,7 @@ type options struct {
 
 func main() {
 	var o options
+	digestOf := flag.String("digest", "", "print the manifest digest of the image of this archive, and do nothing else")
 	flag.StringVar(&o.output, "output", "", "the image tarball to write")
 	flag.StringVar(&o.tag, "tag", "", "the image reference recorded in the tarball, e.g. scheduler-profile-operator:dev")
 	flag.StringVar(&o.user, "user", "65532:65532", "the user (uid:gid) the image runs as")
@@ -56,6 +63,13 @@ func main() {
 	flag.Var(&o.labels, "label", "a label KEY=VALUE (repeatable)")
 	flag.Var(&o.files, "file", "a file IMAGEPATH=LOCALPATH, installed with mode 0755 (repeatable)")
 	flag.Parse()
+	if *digestOf != "" {
+		if err := printDigest(*digestOf, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
@@ -100,6 +114,20 @@ func run(o options, out io.Writer) error {
 		return err
 	}
 	_, err = fmt.Fprintf(out, "%s: %s\n  image ID %s\n  manifest %s\n", o.output, ref, id, digest)
+	return err
+}
+
+// printDigest prints the manifest digest of the one image of the archive file.
+func printDigest(file string, out io.Writer) error {
+	img, err := tarball.ImageFromPath(file, nil)
+	if err != nil {
+		return err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, digest)
 	return err
 }
 

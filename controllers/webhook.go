@@ -34,12 +34,12 @@ import (
 
 // Defaults of the webhook's settings: the names config/default gives the objects.
 const (
-	DefaultWebhookPort        = 9443
-	DefaultWebhookSecret      = "scheduler-profile-operator-webhook-server-cert"
-	DefaultWebhookConfigName  = "scheduler-profile-operator-validating-webhook-configuration"
+	DefaultWebhookPort       = 9443
+	DefaultWebhookSecret     = "scheduler-profile-operator-webhook-server-cert"
+	DefaultWebhookConfigName = "scheduler-profile-operator-validating-webhook-configuration"
 	// DefaultMutatingWebhookConfigName is the configuration of the pod assignment webhook.
 	DefaultMutatingWebhookConfigName = "scheduler-profile-operator-mutating-webhook-configuration"
-	DefaultWebhookServiceName = "scheduler-profile-operator-webhook-service"
+	DefaultWebhookServiceName        = "scheduler-profile-operator-webhook-service"
 )
 
 // WebhookOptions are the settings of the validating admission webhook.

@@ -166,4 +166,3 @@ func withNodeName(pod *corev1.Pod, node string) *corev1.Pod {
 	pod.Spec.NodeName = node
 	return pod
 }
-

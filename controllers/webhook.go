@@ -109,7 +109,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 		}
 		assigner := webhooks.NewPodAssigner(mgr.GetScheme(), mgr.GetClient(), func(ctx context.Context, name string) (string, error) {
 			return SchedulerNameNotServed(ctx, mgr.GetClient(), name)
-		}, o.Namespace)
+		}, o.Namespace, recordPodAssignment)
 		mgr.GetWebhookServer().Register(webhooks.PodAssignerPath, &webhook.Admission{Handler: assigner})
 		ready.serving(mgr.GetWebhookServer().StartedChecker())
 		return nil

@@ -40,6 +40,10 @@ var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 // operator's cache; "" when one does.
 type NotServedFunc func(ctx context.Context, schedulerName string) (string, error)
 
+// RecordFunc counts a decision: the scheduler name the namespace asks for and the result, the
+// first word of the annotation (assigned, fallback, skipped, dry-run).
+type RecordFunc func(schedulerName, result string)
+
 // PodAssigner sets the scheduler name of a new pod to the one its namespace's
 // LabelAssignSchedulerName asks for, when an Available scheduler serves it, and annotates the pod
 // with what it did. It reads the Namespace and the served names from the operator's cache only,
@@ -48,6 +52,7 @@ type PodAssigner struct {
 	namespaces        client.Reader
 	notServed         NotServedFunc
 	operatorNamespace string
+	record            RecordFunc
 	decoder           admission.Decoder
 }
 
@@ -55,9 +60,10 @@ var _ admission.Handler = &PodAssigner{}
 
 // NewPodAssigner returns the assigner of pods. namespaces reads Namespaces (the operator caches
 // the labelled ones only); notServed decides whether a scheduler name is served; pods of
-// operatorNamespace, the managed schedulers' own, are never assigned.
-func NewPodAssigner(scheme *runtime.Scheme, namespaces client.Reader, notServed NotServedFunc, operatorNamespace string) *PodAssigner {
-	return &PodAssigner{namespaces: namespaces, notServed: notServed, operatorNamespace: operatorNamespace, decoder: admission.NewDecoder(scheme)}
+// operatorNamespace, the managed schedulers' own, are never assigned; record, when not nil,
+// counts every decision that annotates a pod.
+func NewPodAssigner(scheme *runtime.Scheme, namespaces client.Reader, notServed NotServedFunc, operatorNamespace string, record RecordFunc) *PodAssigner {
+	return &PodAssigner{namespaces: namespaces, notServed: notServed, operatorNamespace: operatorNamespace, record: record, decoder: admission.NewDecoder(scheme)}
 }
 
 // Handle decides about one pod creation. It never refuses a pod: an error leaves the pod as it
@@ -81,6 +87,9 @@ func (a *PodAssigner) Handle(ctx context.Context, req admission.Request) admissi
 	}
 	if d.annotation != "" {
 		log.FromContext(ctx).V(1).Info("Assigning a pod", "namespace", req.Namespace, "pod", podName(pod, req), "assignment", d.annotation)
+		if a.record != nil {
+			a.record(ns.Labels[schedulingv1alpha1.LabelAssignSchedulerName], result(d.annotation))
+		}
 	}
 	return d.response(pod)
 }
@@ -164,6 +173,15 @@ func decide(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, not
 	}
 	return decision{annotation: "fallback: " + reason,
 		warning: fmt.Sprintf("the pod stays on %s, not scheduler %s: %s", schedulingv1alpha1.DefaultSchedulerName, name, reason)}, nil
+}
+
+// result is the first word of an assignment annotation: "assigned although ..." is assigned,
+// "dry-run: would ..." is dry-run.
+func result(annotation string) string {
+	if i := strings.IndexAny(annotation, ": "); i >= 0 {
+		return annotation[:i]
+	}
+	return annotation
 }
 
 // skipped is the decision to leave a pod's scheduler name, saying why.

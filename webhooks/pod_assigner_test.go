@@ -215,13 +215,16 @@ func TestHandle(t *testing.T) {
 		makeNamespace("waiting", labelName, "gang"),
 	).Build()
 	notServed := func(_ context.Context, name string) (string, error) { return servedNames("binpack")(name) }
-	a := NewPodAssigner(scheme, reader, notServed, operatorNamespace)
+	var recorded []string
+	record := func(name, result string) { recorded = append(recorded, name+" "+result) }
+	a := NewPodAssigner(scheme, reader, notServed, operatorNamespace, record)
 	cases := map[string]struct {
 		namespace   string
 		pod         *corev1.Pod
 		operation   admissionv1.Operation
 		wantPatches []jsonpatch.JsonPatchOperation
 		wantWarning []string
+		wantRecords []string
 	}{
 		"assigned, no annotations yet": {
 			namespace: "team", pod: makePod("team").obj(), operation: admissionv1.Create,
@@ -229,6 +232,7 @@ func TestHandle(t *testing.T) {
 				jsonpatch.NewOperation("add", "/spec/schedulerName", "binpack"),
 				jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{schedulingv1alpha1.AnnotationAssignment: "assigned"}),
 			},
+			wantRecords: []string{"binpack assigned"},
 		},
 		"assigned, with annotations": {
 			namespace: "team", pod: makePod("team").annotation("a", "b").obj(), operation: admissionv1.Create,
@@ -236,6 +240,7 @@ func TestHandle(t *testing.T) {
 				jsonpatch.NewOperation("add", "/spec/schedulerName", "binpack"),
 				jsonpatch.NewOperation("add", "/metadata/annotations/scheduling.schedops.io~1assignment", "assigned"),
 			},
+			wantRecords: []string{"binpack assigned"},
 		},
 		"fallback": {
 			namespace: "waiting", pod: makePod("waiting").obj(), operation: admissionv1.Create,
@@ -243,6 +248,7 @@ func TestHandle(t *testing.T) {
 				jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{schedulingv1alpha1.AnnotationAssignment: "fallback: no SchedulerProfile has scheduler name gang"}),
 			},
 			wantWarning: []string{"the pod stays on default-scheduler, not scheduler gang: no SchedulerProfile has scheduler name gang"},
+			wantRecords: []string{"gang fallback"},
 		},
 		"a namespace the reader does not hold": {
 			namespace: "other", pod: makePod("other").obj(), operation: admissionv1.Create,
@@ -262,6 +268,7 @@ func TestHandle(t *testing.T) {
 				Kind:   metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 				Object: runtime.RawExtension{Raw: raw},
 			}}
+			recorded = nil
 			resp := a.Handle(t.Context(), req)
 			if !resp.Allowed {
 				t.Fatalf("Handle refused the pod: %v", resp.Result)
@@ -272,6 +279,23 @@ func TestHandle(t *testing.T) {
 			if diff := cmp.Diff(tc.wantWarning, resp.Warnings); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
+			if diff := cmp.Diff(tc.wantRecords, recorded); diff != "" {
+				t.Errorf("recorded (-want +got):\n%s", diff)
+			}
 		})
+	}
+}
+
+func TestResult(t *testing.T) {
+	for annotation, want := range map[string]string{
+		"assigned":                             "assigned",
+		"assigned although SchedulerProfile x": "assigned",
+		"fallback: no SchedulerProfile":        "fallback",
+		"skipped: the pod names scheduler x":   "skipped",
+		"dry-run: would assign x":              "dry-run",
+	} {
+		if got := result(annotation); got != want {
+			t.Errorf("result(%q) = %q, want %q", annotation, got, want)
+		}
 	}
 }

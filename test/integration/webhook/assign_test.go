@@ -63,6 +63,16 @@ func TestPodAssignment(t *testing.T) {
 		})
 	}
 
+	assignments := func(name string) float64 {
+		t.Helper()
+		n, err := testutil.CounterSum("schedops_pod_assignments_total", "scheduler_name", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	servedBefore, pendingBefore := assignments(served), assignments(pending.Name)
+
 	notAvailable := "SchedulerProfile assign-pending is not Available (" + schedulingv1alpha1.ReasonNoReplicasAvailable + ")"
 	cases := []struct {
 		name          string
@@ -108,6 +118,14 @@ func TestPodAssignment(t *testing.T) {
 				t.Errorf("Warnings (-want +got):\n%s", diff)
 			}
 		})
+	}
+	// Every annotated pod is counted under its namespace's scheduler name: assigned, skipped and
+	// dry-run for the served one, the fallback for the pending one.
+	if got := assignments(served) - servedBefore; got != 3 {
+		t.Errorf("schedops_pod_assignments_total of %s grew by %v, want 3", served, got)
+	}
+	if got := assignments(pending.Name) - pendingBefore; got != 1 {
+		t.Errorf("schedops_pod_assignments_total of %s grew by %v, want 1", pending.Name, got)
 	}
 }
 

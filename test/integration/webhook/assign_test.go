@@ -20,9 +20,9 @@ import (
 
 // TestPodAssignment: the apiserver calls the pod assignment webhook of config/webhook for the
 // pods of labelled namespaces. A pod there gets the served profile's scheduler name and the
-// annotation; one that names a scheduler or is bound keeps what it has; a pod of an unlabelled
-// namespace is untouched; while the profile is not Available, the pod stays on default-scheduler
-// with the annotation and a warning; dry-run only annotates.
+// annotation; one that names a scheduler, is bound or is a DaemonSet's keeps what it has; a pod
+// of an unlabelled namespace is untouched; while the profile is not Available, or there is none,
+// the pod stays on default-scheduler with the annotation and a warning; dry-run only annotates.
 func TestPodAssignment(t *testing.T) {
 	ctx := t.Context()
 	served := availableProfile(t, "assign-served")
@@ -39,6 +39,7 @@ func TestPodAssignment(t *testing.T) {
 	labelled := assignNamespace(t, "assign-labelled", schedulingv1alpha1.LabelAssignSchedulerName, served)
 	waiting := assignNamespace(t, "assign-waiting", schedulingv1alpha1.LabelAssignSchedulerName, pending.Name)
 	dryRun := assignNamespace(t, "assign-dry-run", schedulingv1alpha1.LabelAssignSchedulerName, served, schedulingv1alpha1.LabelAssignMode, schedulingv1alpha1.AssignModeDryRun)
+	missing := assignNamespace(t, "assign-missing", schedulingv1alpha1.LabelAssignSchedulerName, "assign-nobody")
 	plain := assignNamespace(t, "assign-plain")
 
 	recorded := &warnings{}
@@ -50,7 +51,7 @@ func TestPodAssignment(t *testing.T) {
 	}
 	// The operator's cache sees a new namespace a moment after it is created: wait until a
 	// dry-run pod of each labelled one is annotated.
-	for _, ns := range []string{labelled, waiting, dryRun} {
+	for _, ns := range []string{labelled, waiting, dryRun, missing} {
 		testutil.Eventually(t, waitTimeout, "the webhook to see namespace "+ns, func(ctx context.Context) error {
 			pod := testutil.MakePod("probe", ns).Obj()
 			if err := k8sClient.Create(ctx, pod, client.DryRunAll); err != nil {
@@ -72,6 +73,9 @@ func TestPodAssignment(t *testing.T) {
 		return n
 	}
 	servedBefore, pendingBefore := assignments(served), assignments(pending.Name)
+	daemonPod := testutil.MakePod("daemon", labelled).Obj()
+	daemonPod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "0d2c1c52-5b0e-4c1e-9a53-2f1f0f6f3b11"}}
+	const nobody = "no SchedulerProfile has scheduler name assign-nobody"
 
 	notAvailable := "SchedulerProfile assign-pending is not Available (" + schedulingv1alpha1.ReasonNoReplicasAvailable + ")"
 	cases := []struct {
@@ -86,6 +90,10 @@ func TestPodAssignment(t *testing.T) {
 			wantScheduler: "other", wantNote: "skipped: the pod names scheduler other"},
 		{name: "a bound pod is untouched", pod: withNodeName(testutil.MakePod("bound", labelled).Obj(), "node-1"),
 			wantScheduler: schedulingv1alpha1.DefaultSchedulerName},
+		{name: "a DaemonSet's pod is untouched", pod: daemonPod, wantScheduler: schedulingv1alpha1.DefaultSchedulerName},
+		{name: "no profile: fallback", pod: testutil.MakePod("nobody", missing).Obj(),
+			wantScheduler: schedulingv1alpha1.DefaultSchedulerName, wantNote: "fallback: " + nobody,
+			wantWarnings: []string{"the pod stays on default-scheduler, not scheduler assign-nobody: " + nobody}},
 		{name: "an unlabelled namespace is untouched", pod: testutil.MakePod("plain", plain).Obj(),
 			wantScheduler: schedulingv1alpha1.DefaultSchedulerName},
 		{name: "not Available: fallback", pod: testutil.MakePod("fallback", waiting).Obj(),

@@ -42,7 +42,8 @@ const (
 	DefaultWebhookServiceName        = "scheduler-profile-operator-webhook-service"
 )
 
-// WebhookOptions are the settings of the validating admission webhook.
+// WebhookOptions are the settings of the admission webhooks: the validating webhook of profiles
+// and Schedulers and the pod assignment webhook, served together.
 type WebhookOptions struct {
 	// Host and Port are where the webhook is served; an empty Host is every address.
 	Host string
@@ -70,10 +71,10 @@ func (o *WebhookOptions) server() webhook.Server {
 	return webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.certDir()})
 }
 
-// setupWebhook serves the validating webhook of both kinds and the pod assignment webhook, and makes the readiness check wait for
-// it. With rotation, the handlers are registered, and so the server started, only once the
+// setupWebhook serves the validating webhook of both kinds and the pod assignment webhook, and
+// makes the readiness check wait for them. With rotation, the handlers are registered, and so the server started, only once the
 // rotator has written the certificate, it is in CertDir and the CA is in the webhook
-// configuration: an apiserver that calls a ready operator can trust it.
+// configurations: an apiserver that calls a ready operator can trust it.
 func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	ready := &webhookReadiness{}
 	if err := mgr.AddReadyzCheck("webhook", ready.check); err != nil {

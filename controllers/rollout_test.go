@@ -459,17 +459,7 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 	s := testutil.MakeScheduler("shared").Obj()
 	s.Status.Profiles = []schedulingv1alpha1.SchedulerMember{{Name: "a", SchedulerName: "a"}}
 	proc := sharedProcess(s)
-	config := func(name string, schedulerNames ...string) *corev1.ConfigMap {
-		data := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
-		for _, n := range schedulerNames {
-			data += "- schedulerName: " + n + "\n"
-		}
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{configFileKey: data}}
-	}
-	mounting := func(cm string) corev1.PodSpec {
-		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
-	}
+	config, mounting := configWithNames, mountingConfig
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "shared.scheduler-1", Labels: proc.selectorLabels()}}
 	rs.Spec.Template.Labels = proc.selectorLabels()
 	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1"}

@@ -131,17 +131,7 @@ func TestNameOwner(t *testing.T) {
 }
 
 func TestServedNamesIndex(t *testing.T) {
-	config := func(name string, schedulerNames ...string) *corev1.ConfigMap {
-		data := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
-		for _, n := range schedulerNames {
-			data += "- schedulerName: " + n + "\n"
-		}
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{configFileKey: data}}
-	}
-	mounting := func(cm string) corev1.PodSpec {
-		return corev1.PodSpec{Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
-			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
-	}
+	config, mounting := configWithNames, mountingConfig
 	managed := func(ownerLabel, owner string) map[string]string {
 		return map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, ownerLabel: owner}
 	}
@@ -241,4 +231,20 @@ func (c *countingReads) List(ctx context.Context, list client.ObjectList, opts .
 	}
 	c.objects += meta.LenList(list)
 	return nil
+}
+
+// configWithNames is a ConfigMap of the operator's namespace with a configuration whose profiles
+// have the scheduler names.
+func configWithNames(name string, schedulerNames ...string) *corev1.ConfigMap {
+	data := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+	for _, n := range schedulerNames {
+		data += "- schedulerName: " + n + "\n"
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{configFileKey: data}}
+}
+
+// mountingConfig is a pod spec that mounts the configuration of a ConfigMap.
+func mountingConfig(cm string) corev1.PodSpec {
+	return corev1.PodSpec{Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
 }

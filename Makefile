@@ -89,7 +89,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, 
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) webhook paths=./controllers/... output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) webhook paths="./controllers/...;./webhooks/..." output:webhook:artifacts:config=config/webhook
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

@@ -32,6 +32,10 @@ var (
 		Name: "schedops_scheduler_builds_total",
 		Help: "Schedulers the operator built (scheduler.New on a fake clientset) to validate a configuration: of a dedicated profile, of a Scheduler's member alone, or of a Scheduler's combined configuration. A result the operator remembers from an earlier pass is not built again, and not counted.",
 	}, []string{"config"})
+	podAssignments = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedops_pod_assignments_total",
+		Help: "Pods the assignment webhook decided about, by the scheduler name their namespace asks for and the result: assigned, fallback, skipped or dry-run.",
+	}, []string{"scheduler_name", "result"})
 	upgradeStops = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_upgrade_stops_total",
 		Help: "Times a scheduler was held on its image because the operator's new scheduler image was rolled back on another scheduler, which stopped the upgrade.",
@@ -39,7 +43,12 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, podAssignments)
+}
+
+// recordPodAssignment counts a decision of the pod assignment webhook.
+func recordPodAssignment(schedulerName, result string) {
+	podAssignments.WithLabelValues(schedulerName, result).Inc()
 }
 
 // Values of the config label of schedops_scheduler_builds_total.

@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,10 +30,11 @@ import (
 // apply invalid profiles on purpose, to see what the reconciler makes of them.
 const webhookLabel = "e2e.schedops.io/webhook"
 
-// setUpWebhook installs the generated webhook configuration (config/webhook) for the operator
-// that runs in this process. The local cluster has no Service network, so it calls the operator
-// by URL on localhost, with a certificate of the test's own CA; and only for profiles labelled
-// webhookLabel. It returns the operator's webhook settings.
+// setUpWebhook installs the generated webhook configurations (config/webhook) for the operator
+// that runs in this process. The local cluster has no Service network, so they call the operator
+// by URL on localhost, with a certificate of the test's own CA; the validating webhook only for
+// profiles labelled webhookLabel, the pod assignment webhook for the namespaces it selects (those
+// with the assignment label). It returns the operator's webhook settings.
 func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOptions, error) {
 	certPEM, err := testutil.LocalServingCert(dir)
 	if err != nil {
@@ -41,24 +45,70 @@ func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOp
 		return nil, err
 	}
 	port := ports[0]
-	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	vwc, mwc, err := webhookConfigurations(filepath.Join(root, "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := yaml.Unmarshal(data, vwc); err != nil {
-		return nil, fmt.Errorf("reading config/webhook/manifests.yaml: %w", err)
+	byURL := func(c *admissionregistrationv1.WebhookClientConfig) {
+		url := fmt.Sprintf("https://localhost:%d%s", port, *c.Service.Path)
+		*c = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: certPEM}
 	}
 	for i := range vwc.Webhooks {
-		w := &vwc.Webhooks[i]
-		url := fmt.Sprintf("https://localhost:%d%s", port, *w.ClientConfig.Service.Path)
-		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: certPEM}
-		w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}}
+		byURL(&vwc.Webhooks[i].ClientConfig)
+		vwc.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}}
 	}
-	if err := k8s.Create(ctx, vwc); err != nil {
-		return nil, fmt.Errorf("installing the webhook configuration: %w", err)
+	for i := range mwc.Webhooks {
+		byURL(&mwc.Webhooks[i].ClientConfig)
+	}
+	for _, obj := range []client.Object{vwc, mwc} {
+		if err := k8s.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("installing the webhook configuration %s: %w", obj.GetName(), err)
+		}
 	}
 	return &controllers.WebhookOptions{Host: "localhost", Port: port, CertDir: dir}, nil
+}
+
+// webhookConfigurations reads the validating and the mutating configuration of the generated
+// manifests, a file of several documents.
+func webhookConfigurations(path string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	decoder := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var doc struct {
+			Kind string `json:"kind"`
+		}
+		var raw json.RawMessage
+		if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		var into any
+		switch doc.Kind {
+		case "ValidatingWebhookConfiguration":
+			into = vwc
+		case "MutatingWebhookConfiguration":
+			into = mwc
+		default:
+			continue
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			return nil, nil, fmt.Errorf("reading the %s of %s: %w", doc.Kind, path, err)
+		}
+	}
+	if len(vwc.Webhooks) == 0 || len(mwc.Webhooks) == 0 {
+		return nil, nil, fmt.Errorf("%s has no validating or no mutating webhook", path)
+	}
+	return vwc, mwc, nil
 }
 
 // TestKubectlApplyRefused: `kubectl apply -f` of a broken profile exits non-zero and prints the

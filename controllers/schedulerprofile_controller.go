@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -97,6 +98,8 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// An owner that cannot move (refused, deleted) neither takes nor holds a turn.
 		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
 		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
+		// The status counts the Namespaces assigned to the profile's scheduler name.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(r)
 }
 
@@ -189,6 +192,11 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 
 	obs, reconcileErr := r.reconcile(ctx, p)
+	if assigned, err := assignedTo(ctx, r.client, obs.schedulerName); err != nil {
+		reconcileErr = errors.Join(reconcileErr, err)
+	} else {
+		obs.assigned = assigned
+	}
 	if reconcileErr != nil {
 		obs.failure = reconcileErr.Error()
 	}
@@ -248,6 +256,8 @@ type observation struct {
 	rollout rolloutState
 	// failure is the error that ended the pass early, if any.
 	failure string
+	// assigned are the Namespaces assigned to the scheduler name.
+	assigned *schedulingv1alpha1.AssignedNamespaces
 }
 
 // reconcile runs the steps of one pass. An invalid or conflicting profile touches nothing: the

@@ -175,6 +175,15 @@ func decide(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, not
 		warning: fmt.Sprintf("the pod stays on %s, not scheduler %s: %s", schedulingv1alpha1.DefaultSchedulerName, name, reason)}, nil
 }
 
+// Assign is what the webhook does to a new pod created in namespace ns (nil: one that is not
+// labelled), given notServed, which says why no scheduler serves a name ("" when one does): the
+// scheduler name the pod gets ("" keeps its own) and the annotation it gets ("" none). manager
+// simulate assigns a workload's pods with it, as the webhook would on the cluster.
+func Assign(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, notServed func(string) (string, error)) (schedulerName, annotation string, err error) {
+	d, err := decide(pod, ns, operatorNamespace, notServed)
+	return d.schedulerName, d.annotation, err
+}
+
 // result is the first word of an assignment annotation: "assigned although ..." is assigned,
 // "dry-run: would ..." is dry-run.
 func result(annotation string) string {

@@ -2,10 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,16 +10,14 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -31,84 +26,15 @@ import (
 const webhookLabel = "e2e.schedops.io/webhook"
 
 // setUpWebhook installs the generated webhook configurations (config/webhook) for the operator
-// that runs in this process. The local cluster has no Service network, so they call the operator
-// by URL on localhost, with a certificate of the test's own CA; the validating webhook only for
-// profiles labelled webhookLabel, the pod assignment webhook for the namespaces it selects (those
-// with the assignment label). It returns the operator's webhook settings.
+// that runs in this process, on localhost: the validating webhook only for profiles labelled
+// webhookLabel, the pod assignment webhook for the namespaces it selects (those with the
+// assignment label). It returns the operator's webhook settings.
 func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOptions, error) {
-	certPEM, err := testutil.LocalServingCert(dir)
+	w, err := operatorenv.InstallLocalWebhooks(ctx, k8s, root, dir, &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}})
 	if err != nil {
 		return nil, err
 	}
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
-		return nil, err
-	}
-	port := ports[0]
-	vwc, mwc, err := webhookConfigurations(filepath.Join(root, "config", "webhook", "manifests.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	byURL := func(c *admissionregistrationv1.WebhookClientConfig) {
-		url := fmt.Sprintf("https://localhost:%d%s", port, *c.Service.Path)
-		*c = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: certPEM}
-	}
-	for i := range vwc.Webhooks {
-		byURL(&vwc.Webhooks[i].ClientConfig)
-		vwc.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}}
-	}
-	for i := range mwc.Webhooks {
-		byURL(&mwc.Webhooks[i].ClientConfig)
-	}
-	for _, obj := range []client.Object{vwc, mwc} {
-		if err := k8s.Create(ctx, obj); err != nil {
-			return nil, fmt.Errorf("installing the webhook configuration %s: %w", obj.GetName(), err)
-		}
-	}
-	return &controllers.WebhookOptions{Host: "localhost", Port: port, CertDir: dir}, nil
-}
-
-// webhookConfigurations reads the validating and the mutating configuration of the generated
-// manifests, a file of several documents.
-func webhookConfigurations(path string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	decoder := yaml.NewYAMLOrJSONDecoder(f, 4096)
-	for {
-		var doc struct {
-			Kind string `json:"kind"`
-		}
-		var raw json.RawMessage
-		if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		if err := json.Unmarshal(raw, &doc); err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
-		}
-		var into any
-		switch doc.Kind {
-		case "ValidatingWebhookConfiguration":
-			into = vwc
-		case "MutatingWebhookConfiguration":
-			into = mwc
-		default:
-			continue
-		}
-		if err := json.Unmarshal(raw, into); err != nil {
-			return nil, nil, fmt.Errorf("reading the %s of %s: %w", doc.Kind, path, err)
-		}
-	}
-	if len(vwc.Webhooks) == 0 || len(mwc.Webhooks) == 0 {
-		return nil, nil, fmt.Errorf("%s has no validating or no mutating webhook", path)
-	}
-	return vwc, mwc, nil
+	return &controllers.WebhookOptions{Host: "localhost", Port: w.Port, CertDir: w.CertDir}, nil
 }
 
 // TestKubectlApplyRefused: `kubectl apply -f` of a broken profile exits non-zero and prints the

@@ -86,6 +86,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	enableWebhook := fs.Bool("enable-webhook", true, "Serve the validating admission webhook of SchedulerProfiles and Schedulers and the pod assignment webhook; false when the apiserver cannot reach the operator (make run).")
 	disableRotation := fs.Bool("disable-cert-rotation", false, "Do not create and renew the webhook's serving certificate: it is provided in --webhook-cert-dir (OLM does so).")
 	wh := controllers.WebhookOptions{}
+	fs.StringVar(&wh.Host, "webhook-host", "", "The address the webhook is served on; empty is every address.")
 	fs.IntVar(&wh.Port, "webhook-port", controllers.DefaultWebhookPort, "The port the webhook is served on.")
 	fs.StringVar(&wh.CertDir, "webhook-cert-dir", "", "The directory of the webhook's tls.crt and tls.key (default <temp dir>/k8s-webhook-server/serving-certs).")
 	fs.StringVar(&wh.SecretName, "webhook-cert-secret", controllers.DefaultWebhookSecret, "The Secret, in the operator's namespace, that holds the rotated certificate.")

@@ -34,21 +34,21 @@ func assignedNamespaces() labels.Selector {
 const maxAssignedNamespaceNames = 5
 
 // assignedTo reads from the cache the Namespaces that assign their pods to a scheduler name: how
-// many, and the first in alphabetical order; nil when none does.
-func assignedTo(ctx context.Context, c client.Reader, name string) (*schedulingv1alpha1.AssignedNamespaces, error) {
+// many, and the first in alphabetical order; the zero value when none does.
+func assignedTo(ctx context.Context, c client.Reader, name string) (schedulingv1alpha1.AssignedNamespaces, error) {
 	var list corev1.NamespaceList
 	if err := c.List(ctx, &list, client.MatchingLabels{schedulingv1alpha1.LabelAssignSchedulerName: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
-		return nil, fmt.Errorf("listing the Namespaces assigned to %s: %w", name, err)
+		return schedulingv1alpha1.AssignedNamespaces{}, fmt.Errorf("listing the Namespaces assigned to %s: %w", name, err)
 	}
 	if len(list.Items) == 0 {
-		return nil, nil
+		return schedulingv1alpha1.AssignedNamespaces{}, nil
 	}
 	names := make([]string, 0, len(list.Items))
 	for i := range list.Items {
 		names = append(names, list.Items[i].Name)
 	}
 	slices.Sort(names)
-	return &schedulingv1alpha1.AssignedNamespaces{Count: int32(len(names)), Names: names[:min(len(names), maxAssignedNamespaceNames)]}, nil
+	return schedulingv1alpha1.AssignedNamespaces{Count: int32(len(names)), Names: names[:min(len(names), maxAssignedNamespaceNames)]}, nil
 }
 
 // profilesAssignedBy enqueues the profiles of the scheduler name a Namespace assigns its pods to;

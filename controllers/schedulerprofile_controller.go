@@ -257,7 +257,7 @@ type observation struct {
 	// failure is the error that ended the pass early, if any.
 	failure string
 	// assigned are the Namespaces assigned to the scheduler name.
-	assigned *schedulingv1alpha1.AssignedNamespaces
+	assigned schedulingv1alpha1.AssignedNamespaces
 }
 
 // reconcile runs the steps of one pass. An invalid or conflicting profile touches nothing: the

@@ -486,7 +486,7 @@ type SchedulerProfileStatus struct {
 	// assignedNamespaces are the Namespaces whose new pods are assigned to schedulerName by
 	// their scheduling.schedops.io/scheduler-name label, dry-run ones included; absent when none.
 	// +optional
-	AssignedNamespaces *AssignedNamespaces `json:"assignedNamespaces,omitempty"`
+	AssignedNamespaces AssignedNamespaces `json:"assignedNamespaces,omitzero"`
 
 	// ProcessStatus names the objects and rollouts of the scheduler process that serves the
 	// profile: its own, or its Scheduler's.
@@ -496,8 +496,9 @@ type SchedulerProfileStatus struct {
 // AssignedNamespaces counts the Namespaces assigned to a scheduler name and names the first ones.
 type AssignedNamespaces struct {
 	// count is how many Namespaces are assigned.
-	// +kubebuilder:validation:Minimum=0
-	Count int32 `json:"count"`
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count,omitempty"`
 
 	// names are the first assigned Namespaces in alphabetical order, at most 5.
 	// +optional

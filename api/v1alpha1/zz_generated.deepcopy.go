@@ -469,11 +469,7 @@ func (in *SchedulerProfileStatus) DeepCopyInto(out *SchedulerProfileStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.AssignedNamespaces != nil {
-		in, out := &in.AssignedNamespaces, &out.AssignedNamespaces
-		*out = new(AssignedNamespaces)
-		(*in).DeepCopyInto(*out)
-	}
+	in.AssignedNamespaces.DeepCopyInto(&out.AssignedNamespaces)
 	out.ProcessStatus = in.ProcessStatus
 }
 

@@ -1,6 +1,7 @@
 package operatorenv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,14 +75,13 @@ func (w *LocalWebhook) managerArgs() []string {
 // webhookConfigurations reads the validating and the mutating configuration of the generated
 // manifests, a file of several documents.
 func webhookConfigurations(path string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	decoder := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		var raw json.RawMessage
 		if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {

@@ -84,6 +84,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, 
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
 	hack/update-api-docs.sh
 	go run ./hack/conditions-doc api/v1alpha1/conditions.go > docs/reference/conditions.md
+	go run ./hack/labels-doc api/v1alpha1/assignment.go controllers/names.go > docs/reference/labels.md
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.

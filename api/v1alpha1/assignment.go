@@ -1,8 +1,8 @@
 package v1alpha1
 
-// Keys that namespace owners write to assign the pods of a namespace to a scheduler name, after
-// Pod Security Admission's convention of namespace-level policy in namespace labels, and the
-// annotation the assignment webhook writes on the pods it decides about.
+// Keys of the assignment of a namespace's pods to a scheduler name: the labels that namespace
+// owners write, after Pod Security Admission's convention of namespace-level policy in namespace
+// labels, and the annotation the assignment webhook writes on the pods it decides about.
 const (
 	// LabelAssignSchedulerName on a Namespace assigns the pods created in it to a scheduler name:
 	// a new pod that names no scheduler (or default-scheduler) gets this one, when an Available

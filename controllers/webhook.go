@@ -102,10 +102,10 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	cached := objects
 	cached.client = mgr.GetClient()
 	register := func() error {
-		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(&profileValidator{processObjects: cached, stored: direct}).Complete(); err != nil {
+		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(webhooks.NewProfileValidator(&Reviewer{cached}, cached.client, direct)).Complete(); err != nil {
 			return fmt.Errorf("setting up the SchedulerProfile webhook: %w", err)
 		}
-		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.Scheduler{}).WithValidator(&schedulerValidator{objects}).Complete(); err != nil {
+		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.Scheduler{}).WithValidator(webhooks.NewSchedulerValidator(&Reviewer{objects})).Complete(); err != nil {
 			return fmt.Errorf("setting up the Scheduler webhook: %w", err)
 		}
 		assigner := webhooks.NewPodAssigner(mgr.GetScheme(), mgr.GetClient(), func(ctx context.Context, name string) (string, error) {

@@ -1,5 +1,7 @@
-// Package webhooks holds the operator's admission webhooks, apart from its reconcilers: today the
-// assignment of new pods to the scheduler name their namespace asks for.
+// Package webhooks holds the operator's admission webhooks, apart from its reconcilers: the
+// validation of SchedulerProfiles and Schedulers, which asks the reconcilers' planning
+// (Planner, implemented by controllers.Reviewer), and the assignment of new pods to the scheduler
+// name their namespace asks for.
 package webhooks
 
 import (

@@ -15,8 +15,8 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
-	"github.com/schedops/scheduler-profile-operator/webhooks"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
+	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
 const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`

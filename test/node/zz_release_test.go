@@ -36,13 +36,15 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 	}
 	install := filepath.Join(releaseDir, releaseInstall)
 	ref := releaseImageRef(t, install)
-	repo, _, _ := strings.Cut(releaseIMG, ":v")
-	if !strings.HasPrefix(ref, repo+"@sha256:") {
-		t.Fatalf("install.yaml runs %q, want %s pinned by digest", ref, repo)
+	_, digest, pinned := strings.Cut(ref, "@")
+	if !pinned || !strings.HasPrefix(ref, releaseIMG+"@sha256:") {
+		t.Fatalf("install.yaml runs %q, want %s pinned by digest", ref, releaseIMG)
 	}
-	// An imported archive names its image by tag; the CRI resolves a reference by digest only to
-	// an image of that name, which a pull from the registry would have created.
-	if err := cluster.TagImage(ctx, releaseIMG, ref); err != nil {
+	// An imported archive names its image by tag; the CRI resolves a reference by digest (a tag
+	// beside the digest is dropped) only to an image of that name, which a pull from the
+	// registry would have created.
+	repo, _, _ := strings.Cut(releaseIMG, ":v")
+	if err := cluster.TagImage(ctx, releaseIMG, repo+"@"+digest); err != nil {
 		t.Fatal(err)
 	}
 

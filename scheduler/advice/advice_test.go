@@ -333,8 +333,9 @@ plugins:
 	{name: "zone spread without a cluster", code: "SPA301", spec: zoneSpread},
 
 	// SPA302: a hard spread key few nodes carry.
-	{name: "zone spread where 2 of 5 nodes have a zone", code: "SPA302", spec: zoneSpread, cluster: &Cluster{Nodes: nodes(zone, zone, noLabel, noLabel, noLabel)}, want: "2 of 5 nodes"},
-	{name: "zone spread where 3 of 5 nodes have a zone", code: "SPA302", spec: zoneSpread, cluster: &Cluster{Nodes: nodes(zone, zone, zone, noLabel, noLabel)}},
+	{name: "zone spread where 1 of 5 nodes has a zone", code: "SPA302", spec: zoneSpread, cluster: &Cluster{Nodes: nodes(zone, noLabel, noLabel, noLabel, noLabel)}, want: "1 of 5 nodes"},
+	{name: "zone spread where 2 of 30 nodes have a zone", code: "SPA302", spec: zoneSpread, cluster: &Cluster{Nodes: nodes(append(times(2, zone), times(28, noLabel)...)...)}, want: "2 of 30 nodes"},
+	{name: "zone spread where 2 of 5 nodes have a zone", code: "SPA302", spec: zoneSpread, cluster: &Cluster{Nodes: nodes(zone, zone, noLabel, noLabel, noLabel)}},
 
 	// SPA303: a node selection that matches no node.
 	{name: "a pool without nodes", code: "SPA303", spec: pool, cluster: &Cluster{Nodes: nodes(noLabel, noLabel)}, want: "nodeSelector matches 0 of 2 nodes"},
@@ -350,7 +351,8 @@ pluginConfig:
 
 	// SPA304: a node selection that matches few nodes.
 	{name: "a pool of one node of four", code: "SPA304", spec: pool, cluster: &Cluster{Nodes: nodes(batch, noLabel, noLabel, noLabel)}, want: "matches 1 of 4 nodes"},
-	{name: "a pool of three nodes of four", code: "SPA304", spec: pool, cluster: &Cluster{Nodes: nodes(batch, batch, batch, noLabel)}},
+	{name: "a pool of three nodes of forty", code: "SPA304", spec: pool, cluster: &Cluster{Nodes: nodes(append(times(3, batch), times(37, noLabel)...)...)}, want: "matches 3 of 40 nodes"},
+	{name: "a pool of two nodes of four", code: "SPA304", spec: pool, cluster: &Cluster{Nodes: nodes(batch, batch, noLabel, noLabel)}},
 	{name: "a pool of all two nodes", code: "SPA304", spec: pool, cluster: &Cluster{Nodes: nodes(batch, batch)}},
 
 	// SPA401: a plugin that does not sign pods.

@@ -14,9 +14,11 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/nodepool"
 )
 
-// fewNodes is the most nodes that count as "only a few": a drain or a failure of one of them
-// leaves the pods that need them Pending.
-const fewNodes = 2
+// few tells whether matched of nodes are only a few: one node (a drain or a failure of it
+// leaves the pods that need it Pending), or less than a tenth of the nodes.
+func few(matched, nodes int) bool {
+	return matched > 0 && matched < nodes && (matched == 1 || matched*10 < nodes)
+}
 
 var clusterChecks = []Check{
 	{
@@ -32,11 +34,11 @@ var clusterChecks = []Check{
 	{
 		Code:         "SPA302",
 		Family:       FamilyCluster,
-		Summary:      fmt.Sprintf("A listed default constraint of PodTopologySpread with `whenUnsatisfiable: DoNotSchedule` has a topologyKey that only %d nodes or fewer carry, of more: a workload's pods can only land on those.", fewNodes),
+		Summary:      "A listed default constraint of PodTopologySpread with `whenUnsatisfiable: DoNotSchedule` has a topologyKey that only a few nodes carry (one, or less than a tenth of the nodes): a workload's pods can only land on those.",
 		Fix:          "Label the other nodes with the key, or make the constraint `whenUnsatisfiable: ScheduleAnyway`.",
 		NeedsCluster: true,
 		run: func(in *Input) []string {
-			return spreadKeys(in, func(carriers, nodes int) bool { return carriers > 0 && carriers <= fewNodes && carriers < nodes })
+			return spreadKeys(in, few)
 		},
 	},
 	{
@@ -52,11 +54,11 @@ var clusterChecks = []Check{
 	{
 		Code:         "SPA304",
 		Family:       FamilyCluster,
-		Summary:      fmt.Sprintf("A node selection that applies to every pod matches only %d nodes or fewer, of more: a drain or a failure of one leaves the profile's pods Pending.", fewNodes),
+		Summary:      "A node selection that applies to every pod matches only a few nodes (one, or less than a tenth of the nodes): a drain or a failure of one leaves the profile's pods Pending, or few nodes take them all.",
 		Fix:          "Label more nodes for the profile, or silence the code if the few nodes are meant.",
 		NeedsCluster: true,
 		run: func(in *Input) []string {
-			return selections(in, func(matched, nodes int) bool { return matched > 0 && matched <= fewNodes && matched < nodes })
+			return selections(in, few)
 		},
 	},
 }

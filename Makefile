@@ -79,11 +79,12 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, and the API and conditions reference in docs/reference.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, and the API, conditions and advice reference in docs/reference.
 	$(CONTROLLER_GEN) object paths=./api/...
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
 	hack/update-api-docs.sh
 	go run ./hack/conditions-doc api/v1alpha1/conditions.go > docs/reference/conditions.md
+	go run ./hack/advice-doc > docs/reference/advice.md
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.

@@ -42,6 +42,8 @@ const (
 type Check struct {
 	// Code is stable: the annotation scheduling.schedops.io/advice-ignore and dashboards name it.
 	Code string
+	// Title names the problem in a few words.
+	Title string
 	// Family is the kind of problem.
 	Family Family
 	// Summary says, in one sentence, what the check finds.

@@ -3,6 +3,7 @@ package advice
 import (
 	"context"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -492,3 +493,25 @@ func loadSpec(t *testing.T, spec string) *Profile {
 	}
 	return loaded
 }
+
+// codeFamilies is the first digit of the codes of each family: a code never changes, and a new
+// check takes the next free code of its family.
+var codeFamilies = map[Family]byte{FamilyIntent: '1', FamilyDead: '2', FamilyCluster: '3', FamilyPerformance: '4', FamilySafety: '5'}
+
+func TestCodes(t *testing.T) {
+	seen := sets.New[string]()
+	for _, c := range Checks() {
+		if !codeRE.MatchString(c.Code) || c.Code[3] != codeFamilies[c.Family] {
+			t.Errorf("%s (%s): want SPA and three digits, the first %c for its family", c.Code, c.Family, codeFamilies[c.Family])
+		}
+		if seen.Has(c.Code) {
+			t.Errorf("%s is the code of two checks", c.Code)
+		}
+		seen.Insert(c.Code)
+		if c.Title == "" || c.Summary == "" || c.Fix == "" || c.run == nil {
+			t.Errorf("%s needs a title, a summary, a fix and a run function", c.Code)
+		}
+	}
+}
+
+var codeRE = regexp.MustCompile(`^SPA[1-9][0-9]{2}$`)

@@ -22,7 +22,9 @@ func few(matched, nodes int) bool {
 
 var clusterChecks = []Check{
 	{
-		Code:         "SPA301",
+		Code:  "SPA301",
+		Title: "Hard spread key on no node",
+
 		Family:       FamilyCluster,
 		Summary:      "A listed default constraint of PodTopologySpread with `whenUnsatisfiable: DoNotSchedule` has a topologyKey that no node carries: every pod of a workload (a Service, ReplicaSet or StatefulSet) without constraints of its own stays Pending.",
 		Fix:          "Label the nodes with the key (e.g. `topology.kubernetes.io/zone`), or make the constraint `whenUnsatisfiable: ScheduleAnyway`.",
@@ -32,7 +34,9 @@ var clusterChecks = []Check{
 		},
 	},
 	{
-		Code:         "SPA302",
+		Code:  "SPA302",
+		Title: "Hard spread key on few nodes",
+
 		Family:       FamilyCluster,
 		Summary:      "A listed default constraint of PodTopologySpread with `whenUnsatisfiable: DoNotSchedule` has a topologyKey that only a few nodes carry (one, or less than a tenth of the nodes): a workload's pods can only land on those.",
 		Fix:          "Label the other nodes with the key, or make the constraint `whenUnsatisfiable: ScheduleAnyway`.",
@@ -42,7 +46,9 @@ var clusterChecks = []Check{
 		},
 	},
 	{
-		Code:         "SPA303",
+		Code:  "SPA303",
+		Title: "Node selection matches no node",
+
 		Family:       FamilyCluster,
 		Summary:      "A node selection that applies to every pod (NodePool's nodeSelector, NodeAffinity's addedAffinity required terms) matches no node: every pod stays Pending.",
 		Fix:          "Label the nodes the profile is for, or correct the selector.",
@@ -52,7 +58,9 @@ var clusterChecks = []Check{
 		},
 	},
 	{
-		Code:         "SPA304",
+		Code:  "SPA304",
+		Title: "Node selection matches few nodes",
+
 		Family:       FamilyCluster,
 		Summary:      "A node selection that applies to every pod matches only a few nodes (one, or less than a tenth of the nodes): a drain or a failure of one leaves the profile's pods Pending, or few nodes take them all.",
 		Fix:          "Label more nodes for the profile, or silence the code if the few nodes are meant.",

@@ -29,7 +29,9 @@ var scoreOnlyArgs = map[string][]string{
 
 var deadChecks = []Check{
 	{
-		Code:    "SPA201",
+		Code:  "SPA201",
+		Title: "Args nothing reads",
+
 		Family:  FamilyDead,
 		Summary: "`spec.pluginConfig` has args for a plugin that runs at no extension point, so nothing reads them.",
 		Fix:     "Enable the plugin (in `spec.plugins.multiPoint.enabled` or at its extension point), or remove its `spec.pluginConfig` entry.",
@@ -44,7 +46,9 @@ var deadChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA202",
+		Code:  "SPA202",
+		Title: "Score args without scoring",
+
 		Family:  FamilyDead,
 		Summary: "`spec.pluginConfig` sets args that only a plugin's Score reads (NodeResourcesFit's scoringStrategy, InterPodAffinity's weights), while the plugin does not score.",
 		Fix:     "Enable the plugin at score (remove it from `spec.plugins.score.disabled`), or remove the args.",
@@ -61,7 +65,9 @@ var deadChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA203",
+		Code:  "SPA203",
+		Title: "Weight not used",
+
 		Family:  FamilyDead,
 		Summary: "A plugin's weight is set where it is not used: at an extension point other than score, or in multiPoint for a plugin that does not score or whose score entry sets another weight.",
 		Fix:     "Set the weight in `spec.plugins.score.enabled`, or in `spec.plugins.multiPoint.enabled` without a score entry for the same plugin.",
@@ -86,7 +92,9 @@ var deadChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA204",
+		Code:  "SPA204",
+		Title: "Disabled where it does not run",
+
 		Family:  FamilyDead,
 		Summary: "A plugin is disabled at an extension point that it does not implement, so the entry disables nothing, and the plugin keeps running where it does.",
 		Fix:     "Disable the plugin at the extension points where it runs (`manager plugins` lists them), or in `spec.plugins.multiPoint.disabled` for all of them.",
@@ -107,7 +115,9 @@ var deadChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA205",
+		Code:  "SPA205",
+		Title: "Enabled but cancelled",
+
 		Family:  FamilyDead,
 		Summary: "A plugin is enabled, but the disabled lists cancel it at every extension point, so it runs nowhere.",
 		Fix:     "Remove the plugin from the disabled lists where it should run, or remove the enabled entry.",
@@ -122,7 +132,9 @@ var deadChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA206",
+		Code:  "SPA206",
+		Title: "Very low percentageOfNodesToScore",
+
 		Family:  FamilyDead,
 		Summary: fmt.Sprintf("`spec.percentageOfNodesToScore` is below %d: in a cluster of more than 100 nodes, the scorers choose among that share of the feasible nodes only (at least 100), and a scoring intent barely applies.", lowPercentageOfNodesToScore),
 		Fix:     "Leave `spec.percentageOfNodesToScore` unset (the scheduler adapts it to the cluster's size) or raise it.",

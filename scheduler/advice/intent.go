@@ -22,7 +22,9 @@ var conditionalScorers = sets.New(names.TaintToleration, names.NodeAffinity, nam
 
 var intentChecks = []Check{
 	{
-		Code:    "SPA101",
+		Code:  "SPA101",
+		Title: "Bin-packing outvoted",
+
 		Family:  FamilyIntent,
 		Summary: "Bin-packing (NodeResourcesFit with MostAllocated or an increasing RequestedToCapacityRatio) has less than a third of the score weights of the scorers that rank every pod's nodes.",
 		Fix: "Raise NodeResourcesFit's weight in `spec.plugins.score.enabled` (e.g. `{name: NodeResourcesFit, weight: 5}`), " +
@@ -35,7 +37,9 @@ var intentChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA102",
+		Code:  "SPA102",
+		Title: "Label preference outvoted",
+
 		Family:  FamilyIntent,
 		Summary: "A label preference (NodeLabelPreference, or NodeAffinity's addedAffinity with preferred terms) has less than a third of the score weights of the scorers that rank every pod's nodes.",
 		Fix:     "Raise the plugin's weight in `spec.plugins.score.enabled` or `spec.plugins.multiPoint.enabled`, or disable the scorers that outvote it.",
@@ -51,7 +55,9 @@ var intentChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA103",
+		Code:  "SPA103",
+		Title: "Spreading outvoted",
+
 		Family:  FamilyIntent,
 		Summary: "Spreading by PodTopologySpread's listed default constraints (whenUnsatisfiable: ScheduleAnyway) has less than a third of the score weights of the scorers that rank every pod's nodes.",
 		Fix:     "Raise PodTopologySpread's weight in `spec.plugins.score.enabled` (e.g. `{name: PodTopologySpread, weight: 5}`).",
@@ -64,7 +70,9 @@ var intentChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA104",
+		Code:  "SPA104",
+		Title: "Bin-packing against balanced allocation",
+
 		Family:  FamilyIntent,
 		Summary: "Bin-packing runs with NodeResourcesBalancedAllocation scoring, which prefers the nodes whose resources stay balanced whatever their allocation, and so pulls pods away from the fullest nodes.",
 		Fix:     "Add `{name: NodeResourcesBalancedAllocation}` to `spec.plugins.score.disabled`.",
@@ -79,7 +87,9 @@ var intentChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA105",
+		Code:  "SPA105",
+		Title: "Bin-packing against topology spreading",
+
 		Family:  FamilyIntent,
 		Summary: "Bin-packing runs with PodTopologySpread scoring soft default constraints (the system defaults, or listed ScheduleAnyway ones), which spread each workload's pods over nodes and zones.",
 		Fix: "Add `{name: PodTopologySpread}` to `spec.plugins.score.disabled`, or set its args to " +

@@ -13,7 +13,9 @@ const extenderName = framework.ExtenderName
 
 var performanceChecks = []Check{
 	{
-		Code:   "SPA401",
+		Code:  "SPA401",
+		Title: "Plugin switches off batching",
+
 		Family: FamilyPerformance,
 		Summary: "A plugin at preFilter, filter, preScore or score does not sign pods (it is no SignPlugin), which switches off the scheduler's " +
 			"opportunistic batching (KEP-5598) for every pod of the profile: each pod gets a full scheduling cycle, even one just like the last.",
@@ -27,7 +29,9 @@ var performanceChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA402",
+		Code:  "SPA402",
+		Title: "Extenders switch off batching",
+
 		Family:  FamilyPerformance,
 		Summary: "The scheduler has extenders, which switch off opportunistic batching (KEP-5598) for every pod of the profile.",
 		Fix:     "Move the extender's logic into a compiled-in plugin that signs pods, or accept the cost and silence the code.",
@@ -39,7 +43,9 @@ var performanceChecks = []Check{
 		},
 	},
 	{
-		Code:   "SPA403",
+		Code:  "SPA403",
+		Title: "Plugin without QueueingHints",
+
 		Family: FamilyPerformance,
 		Summary: "A plugin registers cluster events without QueueingHints (or registers none, so it gets them all), unlike the plugins of the default profile: " +
 			"each such event moves every pod the plugin rejected back to the active queue to be tried again, which costs scheduling cycles on a busy cluster.",

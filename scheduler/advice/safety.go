@@ -14,7 +14,9 @@ const systemPriorityClassPrefix = "system-"
 
 var safetyChecks = []Check{
 	{
-		Code:   "SPA501",
+		Code:  "SPA501",
+		Title: "Preemption off while PriorityClasses preempt",
+
 		Family: FamilySafety,
 		Summary: "DefaultPreemption does not run at postFilter while the cluster has PriorityClasses (other than the system ones) that may preempt: " +
 			"their pods wait for room instead of taking it from lower-priority pods.",
@@ -41,7 +43,9 @@ var safetyChecks = []Check{
 		},
 	},
 	{
-		Code:    "SPA502",
+		Code:  "SPA502",
+		Title: "Filter extender not ignorable",
+
 		Family:  FamilySafety,
 		Summary: "An extender with a filterVerb is not ignorable: while it cannot be reached, the scheduler schedules none of the profile's pods.",
 		Fix:     "Set `ignorable: true` on the extender, unless no pod may be scheduled without its filter.",

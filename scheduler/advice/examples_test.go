@@ -30,6 +30,8 @@ const root = "../.."
 var exampleAdvice = map[string][]string{
 	// An extender's HTTP calls cannot be batched: the example is about extenders.
 	"scheduler/profile/testdata/extender.yaml: gpu": {"SPA402"},
+	// The example of docs/concepts/advice.md: bin-packing that the default scorers outvote.
+	"docs/examples/outvoted-binpack.yaml: outvoted-binpack": {"SPA101", "SPA104", "SPA105"},
 }
 
 // clusterAdvice are the codes that a sample raises on the cluster of the docs' simulations

@@ -20,6 +20,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -45,6 +46,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b] [--max-scheduler-cpu q] [--max-scheduler-memory q] [--allow-tolerate-all-taints]")
 		fmt.Fprintln(stderr, "Prints the KubeSchedulerConfiguration of each SchedulerProfile, or its errors (exit 1).")
+		fmt.Fprintln(stderr, "Advice on a valid profile (docs/reference/advice.md) goes to stderr and does not change the exit code.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +142,29 @@ func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace
 	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
 	if o.valid("SchedulerProfile "+p.Name, cfg, err, p.Spec.Scheduler.FeatureGates, field.NewPath("spec", "scheduler", "featureGates")) {
 		o.print("SchedulerProfile "+p.Name, cfg)
+		o.advise("SchedulerProfile "+p.Name, p, cfg, p.Spec.Scheduler.FeatureGates)
+	}
+}
+
+// advise prints the advice on a valid profile, rendered as the one profile of its scheduler, to
+// stderr: advice is not an error, and the exit code stays.
+func (o *renderOutput) advise(what string, p *schedulingv1alpha1.SchedulerProfile, cfg *profile.Config, gates map[string]bool) {
+	found, err := advice.For(cfg.YAML, gates, nil, advice.Ignored(p.Annotations))
+	if err != nil {
+		o.fail("%s: checking for advice: %v", what, err)
+		return
+	}
+	printAdvice(o.stderr, what, found)
+}
+
+// printAdvice prints the advice on what, one finding a line, or nothing when there is none.
+func printAdvice(w io.Writer, what string, found []advice.Advice) {
+	if len(found) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: advice (docs/reference/advice.md):\n", what)
+	for _, a := range found {
+		fmt.Fprintf(w, "  %s\n", a)
 	}
 }
 
@@ -153,6 +178,8 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 	}
 	var entries []profile.Profile
 	var names []string
+	// advise prints the members' advice after the Scheduler's configuration.
+	var advise []func()
 	for _, p := range members {
 		what := fmt.Sprintf("SchedulerProfile %s (Scheduler %s)", p.Name, s.Name)
 		entry, err := profile.RenderProfile(p)
@@ -175,6 +202,7 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 			}
 		}
 		entries, names = append(entries, entry), append(names, p.Name)
+		advise = append(advise, func() { o.advise(what, p, cfg, s.Spec.FeatureGates) })
 	}
 	if len(entries) == 0 {
 		o.fail("Scheduler %s has no valid SchedulerProfile in the file", s.Name)
@@ -189,6 +217,9 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 		return
 	}
 	o.print(fmt.Sprintf("Scheduler %s with profiles %s", s.Name, strings.Join(names, ", ")), cfg)
+	for _, fn := range advise {
+		fn()
+	}
 }
 
 // objects are the SchedulerProfiles and Schedulers of a file, in the file's order.

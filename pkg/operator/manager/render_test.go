@@ -249,3 +249,82 @@ spec:
 		})
 	}
 }
+
+// TestRenderAdvice: render prints the advice on a valid profile to stderr, after its
+// configuration on stdout, and exits 0; the annotation silences the codes it lists; a member of a
+// Scheduler is checked with the Scheduler's extenders.
+func TestRenderAdvice(t *testing.T) {
+	const bestEffortBinpack = `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: binpack%s}
+spec:
+  plugins: {score: {disabled: [{name: PodTopologySpread}]}}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`
+	tests := []struct {
+		name    string
+		file    string
+		wantErr []string
+		// quiet is true when nothing may be printed on stderr.
+		quiet bool
+	}{
+		{
+			name: "bin-packing with balanced allocation",
+			file: strings.ReplaceAll(bestEffortBinpack, "%s", ""),
+			wantErr: []string{
+				"SchedulerProfile binpack: advice (docs/reference/advice.md):",
+				"  SPA104: bin-packing (spec.pluginConfig[NodeResourcesFit].args.scoringStrategy.type MostAllocated, weight 1) runs with NodeResourcesBalancedAllocation scoring (weight 1)",
+			},
+		},
+		{
+			name:  "the same, with SPA104 silenced",
+			file:  strings.ReplaceAll(bestEffortBinpack, "%s", ", annotations: {scheduling.schedops.io/advice-ignore: SPA104}"),
+			quiet: true,
+		},
+		{
+			name: "a member of a Scheduler with a filter extender",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: Scheduler
+metadata: {name: shared}
+spec:
+  extenders: [{urlPrefix: "http://extender.example:8888", filterVerb: filter, ignorable: true}]
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: member}
+spec: {schedulerRef: {name: shared}}
+`,
+			wantErr: []string{"SchedulerProfile member (Scheduler shared): advice", "  SPA402: the scheduler's extenders (spec.extenders, 1)"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "profile.yaml")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := runRender([]string{"-f", path}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d, want 0: advice is no error; stderr:\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "kind: KubeSchedulerConfiguration") {
+				t.Errorf("no configuration on stdout:\n%s", stdout.String())
+			}
+			if strings.Contains(stdout.String(), "SPA") {
+				t.Errorf("advice on stdout, which holds the configuration only:\n%s", stdout.String())
+			}
+			if tc.quiet && stderr.Len() > 0 {
+				t.Errorf("want nothing on stderr, got:\n%s", stderr.String())
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}

@@ -26,11 +26,6 @@ import (
 // +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-schedulerprofile,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulerprofiles,verbs=create;update,versions=v1alpha1,name=schedulerprofiles.scheduling.schedops.io,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"create-or-spec-change","expression":"request.operation != 'UPDATE' || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"}]}`
 // +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-scheduler,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulers,verbs=create;update,versions=v1alpha1,name=schedulers.scheduling.schedops.io,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"create-or-spec-change","expression":"request.operation != 'UPDATE' || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"}]}`
 
-// lowPercentageOfNodesToScore is the percentageOfNodesToScore below which a profile gets a
-// warning: upstream's adaptive default never goes below 5%, and only in clusters of thousands of
-// nodes.
-const lowPercentageOfNodesToScore = 10
-
 // profileValidator is the admission check of SchedulerProfiles: what the reconciler would make
 // of the profile, refused before it is stored. What the object itself decides is refused, and
 // what it takes from the cluster as it is now (its extenders' Secrets, the APIs of its gates:
@@ -96,10 +91,14 @@ func (v *profileValidator) validate(ctx context.Context, p *schedulingv1alpha1.S
 	if p.Spec.SchedulerRef.Name == "" {
 		if errs = v.checkDedicatedProfile(p, all, served); len(errs) == 0 {
 			var more admission.Warnings
-			if errs, more, err = v.clusterErrors(ctx, dedicatedProcess(p, profile.SchedulerName(p))); err != nil {
+			proc := dedicatedProcess(p, profile.SchedulerName(p))
+			if errs, more, err = v.clusterErrors(ctx, proc); err != nil {
 				return nil, apierrors.NewInternalError(err)
 			}
 			warnings = append(warnings, more...)
+			if len(errs) == 0 {
+				warnings = append(warnings, v.adviceWarnings(ctx, p, proc)...)
+			}
 		}
 	} else {
 		var more admission.Warnings
@@ -168,7 +167,7 @@ func (v *profileValidator) checkMemberProfile(ctx context.Context, p *scheduling
 	// about as long as the apiserver waits for the webhook once N is in the hundreds, and what
 	// only the combination can break (names, queue sort, size) was checked above. The Scheduler's
 	// reconciler builds it once per change and refuses it in the Scheduler's status.
-	return nil, warnings, nil
+	return nil, append(warnings, v.adviceWarnings(ctx, p, proc)...), nil
 }
 
 // nameConflict is the error of a profile whose scheduler name another profile keeps (it serves
@@ -181,23 +180,30 @@ func nameConflict(p *schedulingv1alpha1.SchedulerProfile, name, owner string, se
 	return field.Invalid(path, name, nameConflictMessage(name, owner, served))
 }
 
-// profileWarnings are the valid but risky settings of a profile.
+// profileWarnings are the risky settings of a profile that are not advice: the advice on a valid
+// configuration (a filter extender that is not ignorable, a low percentageOfNodesToScore, ...)
+// is added once the profile is checked (adviceWarnings).
 func profileWarnings(p *schedulingv1alpha1.SchedulerProfile) admission.Warnings {
-	warnings := extenderWarnings(p.Spec.Extenders)
-	if pct := p.Spec.PercentageOfNodesToScore; pct != nil && *pct > 0 && *pct < lowPercentageOfNodesToScore {
-		warnings = append(warnings, fmt.Sprintf("spec.percentageOfNodesToScore: %d%% scores few of the feasible nodes in a large cluster, so pods can land on poorly scored nodes; 0 (the default) lets the scheduler adapt it to the cluster's size", *pct))
-	}
-	return warnings
+	return insecureExtenderWarnings(p.Spec.Extenders)
 }
 
-// extenderWarnings warn of filter extenders that are not ignorable: while one is unreachable,
-// the scheduler schedules no pod at all.
+// extenderWarnings warn of a Scheduler's filter extenders that are not ignorable: while one is
+// unreachable, the scheduler schedules no pod at all (advice SPA502 on each member says so too);
+// and of extenders whose certificate is not verified.
 func extenderWarnings(extenders []schedulingv1alpha1.Extender) admission.Warnings {
 	var warnings admission.Warnings
 	for i, e := range extenders {
 		if e.FilterVerb != nil && *e.FilterVerb != "" && (e.Ignorable == nil || !*e.Ignorable) {
 			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d]: a filter extender that is not ignorable stops all scheduling of this scheduler while it is unreachable; set ignorable: true unless every pod must pass it", i))
 		}
+	}
+	return append(warnings, insecureExtenderWarnings(extenders)...)
+}
+
+// insecureExtenderWarnings warn of extenders whose certificate is not verified.
+func insecureExtenderWarnings(extenders []schedulingv1alpha1.Extender) admission.Warnings {
+	var warnings admission.Warnings
+	for i, e := range extenders {
 		if e.TLSConfig != nil && e.TLSConfig.Insecure != nil && *e.TLSConfig.Insecure {
 			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d].tlsConfig.insecure: the extender's certificate is not verified, so whoever answers at its URL sees the pods and decides where they go; give a CA (caData, or ca.crt in the Secret) instead", i))
 		}

@@ -32,6 +32,10 @@ var (
 		Name: "schedops_scheduler_builds_total",
 		Help: "Schedulers the operator built (scheduler.New on a fake clientset) to validate a configuration: of a dedicated profile, of a Scheduler's member alone, or of a Scheduler's combined configuration. A result the operator remembers from an earlier pass is not built again, and not counted.",
 	}, []string{"config"})
+	profileAdviceCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "schedops_schedulerprofile_advice",
+		Help: "Findings of the profile doctor in a SchedulerProfile's status.advice, by code (docs/reference/advice.md).",
+	}, []string{"profile", "code"})
 	upgradeStops = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_upgrade_stops_total",
 		Help: "Times a scheduler was held on its image because the operator's new scheduler image was rolled back on another scheduler, which stopped the upgrade.",
@@ -39,7 +43,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, profileAdviceCount)
 }
 
 // Values of the config label of schedops_scheduler_builds_total.
@@ -53,7 +57,7 @@ const (
 func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	for _, typ := range []string{
 		schedulingv1alpha1.ConditionConfigValid, schedulingv1alpha1.ConditionAvailable,
-		schedulingv1alpha1.ConditionProgressing, schedulingv1alpha1.ConditionDegraded,
+		schedulingv1alpha1.ConditionProgressing, schedulingv1alpha1.ConditionDegraded, schedulingv1alpha1.ConditionAdvisory,
 	} {
 		c := meta.FindStatusCondition(p.Status.Conditions, typ)
 		for _, status := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
@@ -73,6 +77,7 @@ func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observat
 	if rolledBack(before, p) && p.Spec.SchedulerRef.Name == "" {
 		rollbacks.WithLabelValues("SchedulerProfile", p.Name).Inc()
 	}
+	recordAdviceMetrics(p)
 }
 
 // forgetMetrics removes the series of a deleted profile.
@@ -81,4 +86,5 @@ func forgetMetrics(name string) {
 	configValidationsFailed.DeletePartialMatch(prometheus.Labels{"profile": name})
 	rollbacks.DeletePartialMatch(prometheus.Labels{"kind": "SchedulerProfile", "name": name})
 	rolloutsStarted.DeletePartialMatch(prometheus.Labels{"profile": name})
+	profileAdviceCount.DeletePartialMatch(prometheus.Labels{"profile": name})
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -32,9 +31,10 @@ const maxAdviceEntries = 64
 // maxAdviceMessage bounds a message of status.advice, as the CRD does.
 const maxAdviceMessage = 1024
 
-// adviceResults are the findings of the profile doctor by configuration, gates, silenced codes
-// and cluster: a pass with the same inputs builds no framework.
-var adviceResults = newMemo[[]advice.Advice](4096)
+// adviceProfiles are the profiles the checks read (advice.Load: the framework built from the
+// configuration), by configuration and gates: a pass with the same configuration builds no
+// framework, and a change of the nodes or PriorityClasses only runs the checks again.
+var adviceProfiles = newMemo[*advice.Profile](1024)
 
 // profileAdvice is the advice on a profile whose configuration is valid, rendered as the one
 // profile of its process (its own, or its Scheduler's, with the Scheduler's extenders and feature
@@ -44,16 +44,18 @@ func profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *process, s sett
 	if err != nil {
 		return nil, err
 	}
-	ignore := advice.Ignored(p.Annotations)
-	key := keyOf("advice", cfg.YAML, proc.run.FeatureGates, sets.List(ignore), cluster)
-	return adviceResults.do(key, func() ([]advice.Advice, error) {
-		return advice.For(cfg.YAML, proc.run.FeatureGates, cluster, ignore)
+	loaded, err := adviceProfiles.do(keyOf("advice", cfg.YAML, proc.run.FeatureGates), func() (*advice.Profile, error) {
+		return advice.Load(cfg.YAML, proc.run.FeatureGates)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return advice.Run(&advice.Input{Profile: loaded, Cluster: cluster}, advice.Ignored(p.Annotations)), nil
 }
 
 // readCluster is what the cluster checks read, from the manager's cache: the nodes' names and
 // labels, and the PriorityClasses' names and preemption policies, each sorted by name, so that
-// the same cluster is the same memo key.
+// the messages do not depend on the cache's order.
 func readCluster(ctx context.Context, c client.Reader) (*advice.Cluster, error) {
 	nodes := &metav1.PartialObjectMetadataList{}
 	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))

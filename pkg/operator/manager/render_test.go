@@ -328,3 +328,39 @@ spec: {schedulerRef: {name: shared}}
 		})
 	}
 }
+
+// TestRenderAdviceOnACluster: with --cluster, render runs the cluster checks against the
+// snapshot: the zone-spread sample on the docs' example cluster (two zones) says nothing, and on
+// a cluster without zone labels it says that no node carries the key.
+func TestRenderAdviceOnACluster(t *testing.T) {
+	atRoot(t)
+	noZones := filepath.Join(t.TempDir(), "cluster.yaml")
+	const nodes = `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}}
+`
+	if err := os.WriteFile(noZones, []byte(nodes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cluster string
+		want    string
+	}{
+		{cluster: simCluster},
+		{cluster: noZones, want: "  SPA301: spec.pluginConfig[PodTopologySpread].args.defaultConstraints[0] (DoNotSchedule) spreads on topology.kubernetes.io/zone, which 0 of 2 nodes carry"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := runRender([]string{"-f", sample + "spread.yaml", "--cluster", tc.cluster}, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit code %d, stderr:\n%s", tc.cluster, code, stderr.String())
+		}
+		if tc.want == "" && stderr.Len() > 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: stderr %q, want %q", tc.cluster, stderr.String(), tc.want)
+		}
+	}
+	var stderr bytes.Buffer
+	if code := runRender([]string{"-f", sample + "spread.yaml", "--cluster", simCluster, "--kubeconfig", "k"}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Errorf("--cluster with --kubeconfig: exit code %d, want 2", code)
+	}
+}

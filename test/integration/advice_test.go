@@ -71,6 +71,7 @@ func TestAdviceAppearsAndClears(t *testing.T) {
 	if !strings.Contains(p.Status.Advice[1].Message, "NodeResourcesBalancedAllocation") {
 		t.Errorf("SPA104's message %q does not name NodeResourcesBalancedAllocation", p.Status.Advice[1].Message)
 	}
+	k.waitForEvent(t, p, corev1.EventTypeNormal, schedulingv1alpha1.ReasonAdviceFound, "(SPA101, SPA104, SPA105)")
 	// Advice never holds a rollout back.
 	k.waitForRollout(t, name)
 

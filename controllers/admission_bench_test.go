@@ -34,7 +34,7 @@ func BenchmarkAdmissionReview(b *testing.B) {
 	for _, f := range []string{"binpack", "spread", "nodepool"} {
 		stored = append(stored, readSample(b, "../config/samples/scheduling_v1alpha1_schedulerprofile_"+f+".yaml"))
 	}
-	handler := admission.WithValidator(NewScheme(), &profileValidator{processObjects: fakeObjects(stored...)})
+	handler := admission.WithValidator(NewScheme(), profileValidatorOf(fakeObjects(stored...)))
 	srv := httptest.NewTLSServer(handler)
 	defer srv.Close()
 	client := srv.Client()

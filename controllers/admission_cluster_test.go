@@ -94,13 +94,13 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 					p.Spec.Extenders = extenders
 					// The advice that an extender switches off batching is not what this test is about.
 					p.Annotations = map[string]string{schedulingv1alpha1.AnnotationAdviceIgnore: "SPA402"}
-					w, err := (&profileValidator{processObjects: r}).ValidateCreate(t.Context(), p)
+					w, err := (profileValidatorOf(r)).ValidateCreate(t.Context(), p)
 					causes, warnings = testutil.InvalidCauses(t, err), w
 				} else {
 					gates, user = "spec.featureGates", "Scheduler/s"
 					s := testutil.MakeScheduler("s").Obj()
 					s.Spec.SchedulerSettings, s.Spec.Extenders = settings, extenders
-					w, err := (&schedulerValidator{r}).ValidateCreate(t.Context(), s)
+					w, err := (schedulerValidatorOf(r)).ValidateCreate(t.Context(), s)
 					causes, warnings = testutil.InvalidCauses(t, err), w
 				}
 				want := make([]string, len(tc.wantCauses))

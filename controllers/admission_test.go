@@ -16,11 +16,23 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
+	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
 const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
 
 // createdAt sets a stored object's creation time, which decides name and queue-sort conflicts.
+// profileValidatorOf is the webhook's check of profiles with the reconcilers' planning of objects,
+// reading the profiles from objects' client.
+func profileValidatorOf(objects processObjects) *webhooks.ProfileValidator {
+	return webhooks.NewProfileValidator(&Reviewer{objects}, objects.client, nil)
+}
+
+// schedulerValidatorOf is the webhook's check of Schedulers with the planning of objects.
+func schedulerValidatorOf(objects processObjects) *webhooks.SchedulerValidator {
+	return webhooks.NewSchedulerValidator(&Reviewer{objects})
+}
+
 func createdAt[T client.Object](obj T, minutesAgo int) T {
 	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-time.Duration(minutesAgo) * time.Minute)))
 	return obj
@@ -139,7 +151,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &profileValidator{processObjects: fakeObjects(tc.stored...)}
+			v := profileValidatorOf(fakeObjects(tc.stored...))
 			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -162,7 +174,7 @@ func assertPrefixes(t *testing.T, what string, got, want []string) {
 func TestProfileValidatorUpdate(t *testing.T) {
 	stored := createdAt(testutil.MakeProfile("team").Obj(), 10)
 	youngerClaimant := createdAt(testutil.MakeProfile("younger").SchedulerName("team").Obj(), 1)
-	v := &profileValidator{processObjects: fakeObjects(stored, youngerClaimant)}
+	v := profileValidatorOf(fakeObjects(stored, youngerClaimant))
 	ctx := t.Context()
 
 	broken := stored.DeepCopy()
@@ -222,7 +234,7 @@ func TestSchedulerValidator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &schedulerValidator{fakeObjects(member)}
+			v := schedulerValidatorOf(fakeObjects(member))
 			warnings, err := v.ValidateCreate(t.Context(), tc.scheduler)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -235,10 +247,10 @@ func TestSchedulerValidator(t *testing.T) {
 func TestValidatorsAllowDelete(t *testing.T) {
 	ctx := context.Background()
 	broken := testutil.MakeProfile("bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
-	if _, err := (&profileValidator{processObjects: fakeObjects(broken)}).ValidateDelete(ctx, broken); err != nil {
+	if _, err := (profileValidatorOf(fakeObjects(broken))).ValidateDelete(ctx, broken); err != nil {
 		t.Errorf("Delete of a profile refused: %v", err)
 	}
-	if _, err := (&schedulerValidator{fakeObjects(broken)}).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
+	if _, err := (schedulerValidatorOf(fakeObjects(broken))).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
 		t.Errorf("Delete of a Scheduler refused: %v", err)
 	}
 }
@@ -272,7 +284,7 @@ func TestProfileValidatorRenameOntoServedName(t *testing.T) {
 		{name: "claimed but not served: the older profile gets it", stored: []client.Object{old, young}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &profileValidator{processObjects: fakeObjects(tc.stored...)}
+			v := profileValidatorOf(fakeObjects(tc.stored...))
 			_, err := v.ValidateUpdate(t.Context(), old, renamed)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 		})

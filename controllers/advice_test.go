@@ -136,7 +136,7 @@ func TestAdmissionWarnsOfAdvice(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &profileValidator{processObjects: fakeObjects(tc.stored...)}
+			v := profileValidatorOf(fakeObjects(tc.stored...))
 			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
 			if err != nil {
 				t.Fatalf("refused: %v", err)

@@ -16,7 +16,8 @@ import (
 // operator's namespace (Secrets, the extenders' client certificates, from there only; and the
 // authentication-reader RoleBindings in kube-system), and only
 // objects carrying the operator's managed-by label, so that its memory does not grow with the
-// cluster's ConfigMaps, ReplicaSets or ClusterRoleBindings.
+// cluster's ConfigMaps, ReplicaSets or ClusterRoleBindings; of the Namespaces, only those that
+// assign their pods to a scheduler name.
 func CacheOptions(namespace string) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{labelManagedBy: FieldManager})
 	inNamespace := map[string]cache.Config{namespace: {}}
@@ -36,5 +37,7 @@ func CacheOptions(namespace string) cache.Options {
 	for _, obj := range []client.Object{&schedulingv1alpha1.SchedulerProfile{}, &schedulingv1alpha1.Scheduler{}} {
 		byObject[obj] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	}
+	// Only the Namespaces that assign their pods, which the pod assignment webhook reads.
+	byObject[&corev1.Namespace{}] = cache.ByObject{Label: assignedNamespaces(), Transform: cache.TransformStripManagedFields()}
 	return cache.Options{DefaultNamespaces: inNamespace, ByObject: byObject}
 }

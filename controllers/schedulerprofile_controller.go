@@ -4,6 +4,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -97,7 +98,9 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelProfile)).
 		// An owner that cannot move (refused, deleted) neither takes nor holds a turn.
 		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
-		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged))
+		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
+		// The status counts the Namespaces assigned to the profile's scheduler name.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	// The advice of every profile follows the nodes' labels and the PriorityClasses.
 	return r.watchCluster(b).Complete(r)
 }
@@ -191,6 +194,11 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 
 	obs, reconcileErr := r.reconcile(ctx, p)
+	if assigned, err := assignedTo(ctx, r.client, obs.schedulerName); err != nil {
+		reconcileErr = errors.Join(reconcileErr, err)
+	} else {
+		obs.assigned = assigned
+	}
 	if reconcileErr != nil {
 		obs.failure = reconcileErr.Error()
 	}
@@ -255,6 +263,8 @@ type observation struct {
 	advice        []advice.Advice
 	adviceChecked bool
 	adviceFailed  string
+	// assigned are the Namespaces assigned to the scheduler name.
+	assigned schedulingv1alpha1.AssignedNamespaces
 }
 
 // reconcile runs the steps of one pass. An invalid or conflicting profile touches nothing: the

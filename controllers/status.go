@@ -25,6 +25,7 @@ import (
 func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	st := &p.Status
 	st.SchedulerName = obs.schedulerName
+	st.AssignedNamespaces = obs.assigned
 	if obs.config != nil && obs.applied {
 		st.ObservedGeneration = p.Generation
 		st.ConfigHash = runningHash(obs.config, obs.rollout, obs.deployment)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the test tiers named as arguments one after another with $MAKE (make test), then prints
 # each one's time and result. Like make, it stops at the first tier that fails, or runs the rest
-# under make -k, and then exits with the status of the first failure.
+# under make -k, and then exits with the status of the first failure. make test installs nothing:
+# on a host with dpkg, it fails when the tiers changed the list of installed packages.
 set -uo pipefail
 
 make=${MAKE:-make}
@@ -22,8 +23,16 @@ seconds() {
 	fi
 }
 
+# packages lists the host's installed Debian packages with their versions; nothing without dpkg.
+packages() {
+	if command -v dpkg-query >/dev/null; then
+		dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\n' | sort
+	fi
+}
+
 status=0
 rows=()
+before=$(packages)
 start_all=$(now)
 for tier in "$@"; do
 	start=$(now)
@@ -42,4 +51,12 @@ echo
 printf '%-20s %10s  %s\n' tier time result
 printf '%s\n' "${rows[@]}"
 printf '%-20s %10s\n' total "$(seconds $(($(now) - start_all)))"
+after=$(packages)
+if [[ $before != "$after" ]]; then
+	echo "make test changed the host's packages (make test-deps installs them, make test never):"
+	diff <(echo "$before") <(echo "$after")
+	if ((status == 0)); then status=1; fi
+elif [[ -n $before ]]; then
+	echo "the host's packages are as before: $(wc -l <<<"$before") installed"
+fi
 exit "$status"

@@ -25,6 +25,7 @@ const DefaultSchedulerName = "default-scheduler"
 // +kubebuilder:printcolumn:name="Shared",type=string,JSONPath=`.spec.schedulerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigValid")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Namespaces",type=integer,JSONPath=`.status.assignedNamespaces.count`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters so that the names derived from it stay valid"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (lower case letters, digits and '-'), because it is the default schedulerName"
@@ -491,6 +492,11 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Advice []AdviceEntry `json:"advice,omitempty"`
 
+	// assignedNamespaces are the Namespaces whose new pods are assigned to schedulerName by
+	// their scheduling.schedops.io/scheduler-name label, dry-run ones included; absent when none.
+	// +optional
+	AssignedNamespaces AssignedNamespaces `json:"assignedNamespaces,omitzero"`
+
 	// ProcessStatus names the objects and rollouts of the scheduler process that serves the
 	// profile: its own, or its Scheduler's.
 	ProcessStatus `json:",inline"`
@@ -502,13 +508,28 @@ type AdviceEntry struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=16
-	Code string `json:"code"`
+	Code string `json:"code,omitempty"`
 
 	// message names the fields and says what will happen, in one line.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	Message string `json:"message"`
+	Message string `json:"message,omitempty"`
+}
+
+// AssignedNamespaces counts the Namespaces assigned to a scheduler name and names the first ones.
+type AssignedNamespaces struct {
+	// count is how many Namespaces are assigned.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Count int32 `json:"count,omitempty"`
+
+	// names are the first assigned Namespaces in alphabetical order, at most 5.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:MaxLength=63
+	Names []string `json:"names,omitempty"`
 }
 
 // SchedulerProfileList is a list of SchedulerProfiles.

@@ -198,6 +198,8 @@ func (in *input) add(obj *unstructured.Unstructured, crdGroups map[string]bool) 
 		in.clusterBindings = append(in.clusterBindings, typed)
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		in.webhook.configs = append(in.webhook.configs, typed)
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		in.webhook.leftOut = append(in.webhook.leftOut, typed)
 	case *corev1.Service:
 		// A webhook's Service OLM creates from the CSV's webhookdefinitions; others are shipped.
 		in.webhook.services = append(in.webhook.services, typed)

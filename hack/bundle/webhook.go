@@ -19,8 +19,15 @@ const disableCertRotation = "--disable-cert-rotation"
 // webhookInput is what config/webhook adds for `make deploy`: the configuration, the Service the
 // apiserver calls and the Secret the operator writes its certificate into. Under OLM, the first
 // two become webhookdefinitions, and OLM provides the certificate.
+//
+// The mutating configurations (the pod assignment webhook) are left out of the bundle: a
+// WebhookDescription (operator-framework/api v0.45.0) carries neither a namespaceSelector (OLM
+// sets its own, from the OperatorGroup: every namespace for an AllNamespaces install) nor
+// matchConditions, so under OLM every pod creation of the cluster would call the operator, and
+// wait up to the timeout whenever the operator is down. Under OLM, pods are not assigned.
 type webhookInput struct {
 	configs  []*admissionregistrationv1.ValidatingWebhookConfiguration
+	leftOut  []*admissionregistrationv1.MutatingWebhookConfiguration
 	services []*corev1.Service
 	secrets  []*corev1.Secret
 }

@@ -172,3 +172,52 @@ func TestGenerateWebhookRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateLeavesOutMutatingWebhook: the pod assignment webhook needs its namespaceSelector
+// and matchConditions, which a WebhookDescription cannot carry, so the bundle has no definition
+// of it and ships no MutatingWebhookConfiguration.
+func TestGenerateLeavesOutMutatingWebhook(t *testing.T) {
+	const mutating = `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: op-mutating}
+webhooks:
+- name: pods.example.com
+  admissionReviewVersions: [v1]
+  clientConfig: {service: {name: op-webhook, namespace: op-system, path: /mutate--v1-pod}}
+  failurePolicy: Ignore
+  sideEffects: None
+  timeoutSeconds: 2
+  namespaceSelector: {matchExpressions: [{key: example.com/scheduler-name, operator: Exists}]}
+  rules:
+  - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+`
+	more, err := decodeObjects(strings.NewReader(mutating))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := classify(withWebhook(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := classify(append(withWebhook(t), more...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := buildCSV(plain, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := buildCSV(in, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Spec.WebhookDefinitions, got.Spec.WebhookDefinitions); diff != "" {
+		t.Errorf("webhookdefinitions with the mutating configuration (-without +with):\n%s", diff)
+	}
+	for _, obj := range unboundManifests(in) {
+		if obj.GetKind() == "MutatingWebhookConfiguration" {
+			t.Errorf("The bundle ships MutatingWebhookConfiguration %s", obj.GetName())
+		}
+	}
+}

@@ -22,11 +22,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
@@ -144,6 +147,10 @@ func start(dir string, rn *realNode) (err error) {
 	if err := report(ctx, c, samples, os.Stdout); err != nil {
 		return err
 	}
+	step("Assigning a namespace to binpack: its Deployment names no scheduler")
+	if err := runAssignment(ctx, c, rn, os.Stdout); err != nil {
+		return fmt.Errorf("%w (%s)", err, rn.logsHint(dir))
+	}
 	if err := runGang(ctx, cluster, c, paths.Root, rn, os.Stdout); err != nil {
 		return fmt.Errorf("%w (%s)", err, rn.logsHint(dir))
 	}
@@ -159,13 +166,27 @@ func start(dir string, rn *realNode) (err error) {
 // startOperator installs the CRDs and starts the operator (bin/manager) and the profiles'
 // schedulers (the runner) as local processes that outlive the demo command.
 func startOperator(ctx context.Context, c client.Client, cluster *localcluster.Cluster, paths operatorenv.Paths, dir string) ([]*localcluster.Process, error) {
-	step("Installing the CRDs (SchedulerProfile, Scheduler) and starting the operator (bin/manager)")
+	step("Installing the CRDs (SchedulerProfile, Scheduler) and the webhooks, and starting the operator (bin/manager)")
 	if err := operatorenv.Install(ctx, c, paths.Root); err != nil {
 		return nil, err
 	}
-	manager, err := operatorenv.StartManager(cluster, paths.Root, filepath.Join(dir, "manager.log"), true)
+	webhook, err := operatorenv.InstallLocalWebhooks(ctx, c, paths.Root, filepath.Join(dir, "webhook"), nil)
 	if err != nil {
 		return nil, err
+	}
+	manager, err := operatorenv.StartManager(cluster, paths.Root, filepath.Join(dir, "manager.log"), webhook, true)
+	if err != nil {
+		return nil, err
+	}
+	// Until the operator serves its webhook, the apiserver refuses every profile: "failed calling
+	// webhook".
+	err = poll(ctx, time.Minute, func() (bool, error) {
+		err := c.Create(ctx, &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, client.DryRunAll)
+		return err == nil || !strings.Contains(err.Error(), "failed calling webhook"), nil
+	})
+	if err != nil {
+		_ = manager.Stop(10 * time.Second)
+		return nil, fmt.Errorf("the operator's webhook did not answer: %w", err)
 	}
 	self, err := os.Executable()
 	if err != nil {

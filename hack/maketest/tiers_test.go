@@ -93,3 +93,40 @@ func TestTestTiersAllPass(t *testing.T) {
 		t.Errorf("unexpected table:\n%s", out)
 	}
 }
+
+// TestTestTiersComparesPackages: hack/test-tiers.sh lists the host's packages before and after
+// the tiers (dpkg-query, here a fake that reads a file): a tier that installs one fails make test
+// with the difference, even when every tier passed; an unchanged list passes and is counted.
+func TestTestTiersComparesPackages(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "packages")
+	if err := os.WriteFile(list, []byte("ii  make 4.4.1-2\nii  gcc 4:14.2.0-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := "#!/bin/sh\ncat " + list + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "dpkg-query"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The tiers: one installs a package when asked to, the other does nothing.
+	tier := "#!/bin/sh\ncase \"$*\" in *installs) echo 'ii  containerd 1.6.20' >> " + list + ";; esac\n"
+	if err := os.WriteFile(filepath.Join(dir, "tier"), []byte(tier), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(tiers ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(root, "hack/test-tiers.sh"), tiers...)
+		cmd.Env = makeEnv("MAKE="+filepath.Join(dir, "tier"), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("quiet")
+	if err != nil || !strings.Contains(out, "the host's packages are as before: 2 installed") {
+		t.Errorf("tiers that install nothing: %v\n%s", err, out)
+	}
+	out, err = run("quiet", "installs")
+	if err == nil {
+		t.Errorf("a tier installed a package and hack/test-tiers.sh exited 0:\n%s", out)
+	}
+	if !strings.Contains(out, "make test changed the host's packages") || !strings.Contains(out, "> ii  containerd 1.6.20") {
+		t.Errorf("hack/test-tiers.sh does not show the package the tier installed:\n%s", out)
+	}
+}

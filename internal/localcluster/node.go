@@ -266,6 +266,19 @@ func (c *Cluster) RealNode() (RealNode, bool) {
 	}, true
 }
 
+// TagImage gives an image that containerd holds in the k8s.io namespace another name, for
+// example a name by digest (repo@sha256:...), which the CRI resolves only when an image of that
+// name exists: importing a tarball names an image by its tags only.
+func (c *Cluster) TagImage(ctx context.Context, src, dst string) error {
+	if c.node == nil {
+		return errors.New("localcluster: the cluster has no real node")
+	}
+	if _, err := execContext(ctx, c.node.Bins["ctr"], "--address", c.node.ContainerdSocket, "-n", "k8s.io", "images", "tag", "--force", src, dst); err != nil {
+		return fmt.Errorf("localcluster: tagging image %s as %s: %w", src, dst, err)
+	}
+	return nil
+}
+
 // checkNoOtherNode refuses a second real node on the host: kube-proxy's and kubelet's iptables
 // chains are global, and two kube-proxies would rewrite each other's rules.
 func checkNoOtherNode() error {

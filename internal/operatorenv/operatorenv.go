@@ -102,14 +102,18 @@ func WaitEstablished(ctx context.Context, c client.Client, names ...string) erro
 
 // StartManager runs bin/manager against the cluster, logging to logPath. With detach it outlives
 // the caller, as `make demo` wants: the tests run the operator in their own process instead
-// (test/framework). Like `make run`, it runs without the webhook, which nothing installs here.
-func StartManager(cluster *localcluster.Cluster, root, logPath string, detach bool) (*localcluster.Process, error) {
+// (test/framework). It serves the webhooks that InstallLocalWebhooks installed; with a nil
+// webhook it runs without them, like `make run`.
+func StartManager(cluster *localcluster.Cluster, root, logPath string, webhook *LocalWebhook, detach bool) (*localcluster.Process, error) {
 	manager := filepath.Join(root, "bin", "manager")
 	if _, err := os.Stat(manager); err != nil {
 		return nil, fmt.Errorf("the operator binary is missing, run `make build`: %w", err)
 	}
-	return localcluster.StartProcess("manager", manager,
-		[]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-webhook=false"},
+	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--enable-webhook=false"}
+	if webhook != nil {
+		args = append(args[:2], webhook.managerArgs()...)
+	}
+	return localcluster.StartProcess("manager", manager, args,
 		[]string{"KUBECONFIG=" + cluster.Kubeconfig(), "OPERATOR_NAMESPACE=" + Namespace, "RELATED_IMAGE_SCHEDULER=" + SchedulerImage},
 		logPath, detach)
 }

@@ -66,14 +66,16 @@ func refusedByWebhook(t *testing.T, c client.Client) {
 }
 
 // TestKustomizeWebhookWiring: in what `make deploy` installs, the operator's default flags name
-// the webhook's objects: the configuration whose caBundle it sets, the Secret it writes and its
+// the webhooks' objects: the configurations (validating, and mutating for pod assignment) whose
+// caBundle it sets, the Secret it writes and its
 // Deployment mounts at the default certificate directory, the Service it issues the certificate
-// for, which the configuration calls and which targets the webhook's port; and the RBAC lets the
-// operator update exactly that Secret and configuration.
+// for, which the configurations call and which targets the webhook's port; and the RBAC lets the
+// operator update exactly that Secret and those configurations.
 func TestKustomizeWebhookWiring(t *testing.T) {
 	objs := kustomizeBuild(t, "config/default", "registry.example/scheduler-profile-operator:v0.0.1")
 	var (
 		vwc        admissionregistrationv1.ValidatingWebhookConfiguration
+		mwc        admissionregistrationv1.MutatingWebhookConfiguration
 		svc        corev1.Service
 		secret     corev1.Secret
 		deployment appsv1.Deployment
@@ -81,6 +83,7 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 		nsRole     rbacv1.Role
 	)
 	fromUnstructured(t, findObject(t, objs, "ValidatingWebhookConfiguration"), &vwc)
+	fromUnstructured(t, findObject(t, objs, "MutatingWebhookConfiguration"), &mwc)
 	fromUnstructured(t, findNamed(t, objs, "Service", controllers.DefaultWebhookServiceName), &svc)
 	fromUnstructured(t, findObject(t, objs, "Secret"), &secret)
 	fromUnstructured(t, findObject(t, objs, "Deployment"), &deployment)
@@ -95,9 +98,19 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 		t.Errorf("Names: configuration %q, Service %q, Secret %q; the operator's defaults are %q, %q, %q", vwc.Name, svc.Name, secret.Name,
 			controllers.DefaultWebhookConfigName, controllers.DefaultWebhookServiceName, controllers.DefaultWebhookSecret)
 	}
+	if mwc.Name != controllers.DefaultMutatingWebhookConfigName {
+		t.Errorf("The mutating configuration is %q; the operator's default is %q", mwc.Name, controllers.DefaultMutatingWebhookConfigName)
+	}
+	var clients []admissionregistrationv1.WebhookClientConfig
 	for _, w := range vwc.Webhooks {
-		if s := w.ClientConfig.Service; s == nil || s.Name != svc.Name || s.Namespace != deployment.Namespace {
-			t.Errorf("Webhook %s calls %+v, want Service %s/%s", w.Name, s, deployment.Namespace, svc.Name)
+		clients = append(clients, w.ClientConfig)
+	}
+	for _, w := range mwc.Webhooks {
+		clients = append(clients, w.ClientConfig)
+	}
+	for _, cc := range clients {
+		if s := cc.Service; s == nil || s.Name != svc.Name || s.Namespace != deployment.Namespace {
+			t.Errorf("A webhook calls %+v, want Service %s/%s", s, deployment.Namespace, svc.Name)
 		}
 	}
 	pod := deployment.Spec.Template.Spec
@@ -127,6 +140,9 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 	}
 	if !grants(role.Rules, "validatingwebhookconfigurations", vwc.Name) {
 		t.Errorf("The ClusterRole does not let the operator update %s", vwc.Name)
+	}
+	if !grants(role.Rules, "mutatingwebhookconfigurations", mwc.Name) {
+		t.Errorf("The ClusterRole does not let the operator update %s", mwc.Name)
 	}
 	if !grants(nsRole.Rules, "secrets", secret.Name) {
 		t.Errorf("The Role of %s does not let the operator update Secret %s", deployment.Namespace, secret.Name)

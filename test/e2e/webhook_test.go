@@ -10,16 +10,14 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -27,38 +25,16 @@ import (
 // apply invalid profiles on purpose, to see what the reconciler makes of them.
 const webhookLabel = "e2e.schedops.io/webhook"
 
-// setUpWebhook installs the generated webhook configuration (config/webhook) for the operator
-// that runs in this process. The local cluster has no Service network, so it calls the operator
-// by URL on localhost, with a certificate of the test's own CA; and only for profiles labelled
-// webhookLabel. It returns the operator's webhook settings.
+// setUpWebhook installs the generated webhook configurations (config/webhook) for the operator
+// that runs in this process, on localhost: the validating webhook only for profiles labelled
+// webhookLabel, the pod assignment webhook for the namespaces it selects (those with the
+// assignment label). It returns the operator's webhook settings.
 func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOptions, error) {
-	certPEM, err := testutil.LocalServingCert(dir)
+	w, err := operatorenv.InstallLocalWebhooks(ctx, k8s, root, dir, &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}})
 	if err != nil {
 		return nil, err
 	}
-	ports, err := localcluster.FreePorts(1)
-	if err != nil {
-		return nil, err
-	}
-	port := ports[0]
-	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "manifests.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := yaml.Unmarshal(data, vwc); err != nil {
-		return nil, fmt.Errorf("reading config/webhook/manifests.yaml: %w", err)
-	}
-	for i := range vwc.Webhooks {
-		w := &vwc.Webhooks[i]
-		url := fmt.Sprintf("https://localhost:%d%s", port, *w.ClientConfig.Service.Path)
-		w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To(url), CABundle: certPEM}
-		w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}}
-	}
-	if err := k8s.Create(ctx, vwc); err != nil {
-		return nil, fmt.Errorf("installing the webhook configuration: %w", err)
-	}
-	return &controllers.WebhookOptions{Host: "localhost", Port: port, CertDir: dir}, nil
+	return &controllers.WebhookOptions{Host: "localhost", Port: w.Port, CertDir: w.CertDir}, nil
 }
 
 // TestKubectlApplyRefused: `kubectl apply -f` of a broken profile exits non-zero and prints the

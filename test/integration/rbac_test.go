@@ -73,6 +73,10 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 		}
 		return operatorClient.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(operatorNamespace))
 	})
+	// The pod assignment webhook's cache lists and watches the labelled Namespaces.
+	if err := operatorClient.List(ctx, &corev1.NamespaceList{}, client.HasLabels{schedulingv1alpha1.LabelAssignSchedulerName}); err != nil {
+		t.Errorf("Listing the assigned Namespaces as the operator: %v", err)
+	}
 	// The admission plugin is on: the identity, which may create ConfigMaps, may not block the
 	// deletion of an owner whose finalizers it cannot update (a Namespace).
 	checkOwnerReferenceEnforced(t, k, operatorClient)

@@ -50,6 +50,12 @@ const (
 
 	// testLabel marks the workload pods of a test.
 	testLabel = "node.schedops.io/test"
+
+	// The release that TestReleaseOnTheRealNode installs, and the files of make release it reads.
+	releaseVersion  = "0.1.0"
+	releaseIMG      = "registry.example/scheduler-profile-operator:v0.1.0"
+	releaseImageTar = "scheduler-profile-operator-image.tar"
+	releaseInstall  = "install.yaml"
 )
 
 // operatorArgs are added to the operator's: rollouts that fail are judged within seconds rather
@@ -69,6 +75,8 @@ var (
 	paths   operatorenv.Paths
 	// img is the image `make image` built, imageID its ID (the digest of its config).
 	img, imageID string
+	// releaseDir is make release's output, whose image the node holds.
+	releaseDir string
 	// kubectl is the kubectl of bin/k8s, run with the cluster's admin kubeconfig.
 	kubectl string
 	// realNode is the name of the real node.
@@ -142,6 +150,10 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if releaseDir, err = makeRelease(ctx, workDir); err != nil {
+		return err
+	}
+	images = append(images, filepath.Join(releaseDir, releaseImageTar))
 	start := time.Now()
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster"),
@@ -172,6 +184,21 @@ func setUp(ctx context.Context) error {
 	}
 	fmt.Printf("test-node: operator installed with make deploy and available in %s\n", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// makeRelease runs `make release` for releaseIMG into dir/dist, as a release is made, and returns
+// that directory. The release's image is packed from a tarball of its own: make image's, which
+// the other tests run, keeps its tag.
+func makeRelease(ctx context.Context, dir string) (string, error) {
+	dist := filepath.Join(dir, "dist")
+	cmd := exec.CommandContext(ctx, "make", "-s", "-C", paths.Root, "release", "VERSION="+releaseVersion, "IMG="+releaseIMG,
+		"IMAGE_TAR="+filepath.Join(dir, "release-image.tar"), "DIST="+dist)
+	// Not the settings of the make that runs this tier (its jobs, its command line's variables).
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("make release: %w\n%s", err, out)
+	}
+	return dist, nil
 }
 
 func envOr(name, def string) string {

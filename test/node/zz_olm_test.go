@@ -1,7 +1,8 @@
 package node
 
-// This file's test runs last (the tests of a package run in the order of their files): it removes
-// what `make deploy` installed and installs the OLM bundle in its place.
+// This file's test runs after the others but the release's (the tests of a package run in the
+// order of their files): it removes what `make deploy` installed and installs the OLM bundle in
+// its place.
 
 import (
 	"context"

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
@@ -24,6 +25,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
 // Exit codes of `manager simulate`, besides 0.
@@ -171,7 +173,45 @@ func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []s
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.workloadFile, err)
 	}
+	if err := assignPods(w.Pods, cluster, schedulerNames, o.namespace); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// assignPods gives the workload's pods the scheduler names their namespaces assign, as the pod
+// assignment webhook would when they are created, with the simulated profiles serving their
+// names, and annotates them as it would.
+func assignPods(pods []*corev1.Pod, cluster *simulate.Cluster, schedulerNames []string, operatorNamespace string) error {
+	namespaces := map[string]*corev1.Namespace{}
+	for _, obj := range cluster.Objects {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			namespaces[ns.Name] = ns
+		}
+	}
+	served := func(name string) (string, error) {
+		if slices.Contains(schedulerNames, name) {
+			return "", nil
+		}
+		return fmt.Sprintf("the simulation runs no profile of scheduler name %s", name), nil
+	}
+	for _, pod := range pods {
+		ns := pod.Namespace
+		if ns == "" {
+			ns = metav1.NamespaceDefault
+		}
+		name, annotation, err := webhooks.Assign(pod, namespaces[ns], operatorNamespace, served)
+		if err != nil {
+			return err
+		}
+		if name != "" {
+			pod.Spec.SchedulerName = name
+		}
+		if annotation != "" {
+			metav1.SetMetaDataAnnotation(&pod.ObjectMeta, schedulingv1alpha1.AnnotationAssignment, annotation)
+		}
+	}
+	return nil
 }
 
 func readCluster(file string) (*simulate.Cluster, error) {

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -20,7 +19,7 @@ import (
 // rollout. Both can change after admission, so the reconcilers check them again on every pass.
 // A Secret that does not exist yet is only a warning: it may be created after the object that
 // names it.
-func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (field.ErrorList, admission.Warnings, error) {
+func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (field.ErrorList, []string, error) {
 	errs, warnings, err := r.extenderSecretErrors(ctx, proc)
 	if err != nil {
 		return nil, nil, err
@@ -42,9 +41,9 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (fiel
 // extenderSecretErrors reads the Secrets that the process's extenders name and refuses, at the
 // extender's secretRef, those that checkExtenderSecret refuses, then an HTTPS extender left
 // without a CA (unverifiedHTTPS) once every Secret was read.
-func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process) (field.ErrorList, admission.Warnings, error) {
+func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process) (field.ErrorList, []string, error) {
 	var errs field.ErrorList
-	var warnings admission.Warnings
+	var warnings []string
 	withCA := sets.New[string]()
 	allRead := true
 	for i, e := range proc.extenders {

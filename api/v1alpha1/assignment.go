@@ -1,0 +1,36 @@
+package v1alpha1
+
+// Keys of the assignment of a namespace's pods to a scheduler name: the labels that namespace
+// owners write, after Pod Security Admission's convention of namespace-level policy in namespace
+// labels, and the annotation the assignment webhook writes on the pods it decides about.
+const (
+	// LabelAssignSchedulerName on a Namespace assigns the pods created in it to a scheduler name:
+	// a new pod that names no scheduler (or default-scheduler) gets this one, when an Available
+	// SchedulerProfile serves it.
+	LabelAssignSchedulerName = "scheduling.schedops.io/scheduler-name"
+	// LabelAssignMode on a Namespace is AssignModeEnforce (the default) or AssignModeDryRun.
+	LabelAssignMode = "scheduling.schedops.io/scheduler-name-mode"
+	// LabelAssignFallback on a Namespace says what a pod gets while no Available scheduler serves
+	// the name: AssignFallbackDefaultScheduler (the default) or AssignFallbackNone.
+	LabelAssignFallback = "scheduling.schedops.io/scheduler-name-fallback"
+	// AnnotationAssignment on a pod says what the assignment webhook did and why: "assigned",
+	// "fallback: <reason>", "skipped: <reason>" or "dry-run: <what it would do>".
+	AnnotationAssignment = "scheduling.schedops.io/assignment"
+)
+
+// Values of LabelAssignMode.
+const (
+	// AssignModeEnforce sets the scheduler name of new pods.
+	AssignModeEnforce = "enforce"
+	// AssignModeDryRun only annotates new pods with what enforce would do.
+	AssignModeDryRun = "dry-run"
+)
+
+// Values of LabelAssignFallback.
+const (
+	// AssignFallbackDefaultScheduler leaves a pod on default-scheduler while no Available
+	// scheduler serves the name, so that no pod waits Pending for a scheduler that is not there.
+	AssignFallbackDefaultScheduler = DefaultSchedulerName
+	// AssignFallbackNone assigns the name anyway: the pods wait Pending until a scheduler serves it.
+	AssignFallbackNone = "none"
+)

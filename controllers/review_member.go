@@ -1,0 +1,81 @@
+package controllers
+
+import (
+	"context"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// reviewMember is what the plan of Scheduler s makes of p, the profile under review, with p in
+// place of its stored version. The plan of the stored profiles is the one both reconcilers
+// remember (planScheduler); p is checked alone (one scheduler built, remembered by its spec) and
+// against that plan's other members: the oldest one's queue sort, the member limit and the size
+// of the configuration. A Scheduler at its member limit, or whose configuration might not hold
+// p's entry, is planned whole with p in it.
+func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (*member, error) {
+	d, err := v.liveDeployment(ctx, proc)
+	if err != nil {
+		return nil, err
+	}
+	base, err := v.planScheduler(ctx, s, proc, d)
+	if err != nil {
+		return nil, err
+	}
+	m := v.checkMember(p, all, proc, served, processKey(proc, v.settings))
+	if m.refused() {
+		return m, nil
+	}
+	running, err := v.runningEntries(ctx, s, proc, d)
+	if err != nil {
+		return nil, err
+	}
+	if v.fitsInPlan(base, proc, m, running) {
+		return m, nil
+	}
+	pl, err := v.planMembers(s, proc, all, running, served, nil)
+	if err != nil {
+		return nil, err
+	}
+	return pl.member(p.Name), nil
+}
+
+// fitsInPlan checks a valid member m against the other members of base and sets its queue-sort
+// conflict, as planMembers would with m in base (queueSortRefusals, with every other member as
+// planMembers sees it before its queue sort is decided). It tells false, and checks nothing,
+// when base refuses a member for a limit, m would make one member too many, or base's
+// configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
+// the whole plan says which members fit.
+func (v *Reviewer) fitsInPlan(base *plan, proc *process, m *member, running map[string]*profile.Profile) bool {
+	members := make([]*member, 0, len(base.members)+1)
+	others := 0
+	for _, o := range base.members {
+		if o.profile.Name == m.profile.Name {
+			continue
+		}
+		if o.limit.reason != "" {
+			return false
+		}
+		if o.queueSortConflict != "" {
+			undecided := *o
+			undecided.queueSortConflict, undecided.entry = "", o.latest
+			o = &undecided
+		}
+		if o.entry != nil {
+			others++
+		}
+		members = append(members, o)
+	}
+	if others+1 > v.settings.memberLimit() {
+		return false
+	}
+	size := m.aloneBytes
+	if base.config != nil {
+		size += len(base.config.YAML)
+	}
+	if size > MaxConfigBytes {
+		return false
+	}
+	m.queueSortConflict = queueSortRefusals(append(members, m), running, proc.run.FeatureGates)[m]
+	return true
+}

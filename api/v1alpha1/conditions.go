@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Condition types of a SchedulerProfile; a Scheduler has all but ConfigValid.
+// Condition types of a SchedulerProfile; a Scheduler has all but ConfigValid and Advisory.
 const (
 	// ConditionConfigValid is True when the rendered configuration passed the scheduler's own checks.
 	ConditionConfigValid = "ConfigValid"
@@ -11,6 +11,9 @@ const (
 	// ConditionDegraded is True when something needs a human: an invalid new configuration while an
 	// old one runs, or a rollout past its progress deadline.
 	ConditionDegraded = "Degraded"
+	// ConditionAdvisory is True when the profile doctor found settings of a valid configuration
+	// that will probably not do what was meant (status.advice lists them); a SchedulerProfile only.
+	ConditionAdvisory = "Advisory"
 )
 
 // Reasons of the ConfigValid condition.
@@ -87,6 +90,19 @@ const (
 	// ReasonUpgradeStopped means the operator's new scheduler image was rolled back on another
 	// scheduler, so the upgrade stopped and this scheduler stays on the image that works.
 	ReasonUpgradeStopped = "UpgradeStopped"
+)
+
+// Reasons of the Advisory condition.
+const (
+	// ReasonAdviceFound means at least one check of the profile doctor fired; the message lists
+	// the codes, and status.advice the findings.
+	ReasonAdviceFound = "AdviceFound"
+	// ReasonNoAdvice means no check fired, but those the annotation
+	// scheduling.schedops.io/advice-ignore silences.
+	ReasonNoAdvice = "NoAdvice"
+	// ReasonAdviceNotChecked means the latest spec has no valid configuration to check (see
+	// ConfigValid), so it has no advice.
+	ReasonAdviceNotChecked = "NotChecked"
 )
 
 // Reasons of the Degraded condition.

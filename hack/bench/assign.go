@@ -1,31 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -33,19 +24,27 @@ import (
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
-	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
 const (
 	// assignProfile is the SchedulerProfile whose scheduler name the labelled namespace asks for.
 	assignProfile = "assign"
-	// assignLabelled and assignUnlabelled are the namespaces the assign benchmark creates pods in.
+	// assignLabelled, assignFloor and assignUnlabelled are the namespaces the assign benchmark
+	// creates pods in: labelled with the profile's scheduler name; labelled for the floor
+	// webhook (floorLabel); not labelled.
 	assignLabelled   = "assign-labelled"
+	assignFloor      = "assign-floor"
 	assignUnlabelled = "assign-unlabelled"
 )
 
+// assignNamespaces are the namespaces whose rates of creates the assign benchmark compares, in
+// the order of its blocks' Latin square.
+var assignNamespaces = []string{assignLabelled, assignFloor, assignUnlabelled}
+
 // assignResult is what one child of the assign benchmark measured.
 type assignResult struct {
+	// Load is the machine's load average over the minute before the round.
+	Load float64
 	// Rate is the pace at which Pods pods were created in the labelled namespace; Paced the pace
 	// held, from the first create to the last one's answer.
 	Rate  float64
@@ -56,37 +55,34 @@ type assignResult struct {
 	// client waited for them.
 	Reviews []time.Duration
 	Creates []time.Duration
-	// Clients created Batch pods at once, per block, alternating between the namespaces;
-	// Labelled and Unlabelled are the durations of each namespace's blocks.
-	Clients, Batch       int
-	Labelled, Unlabelled []time.Duration
-	// LabelledCPU and UnlabelledCPU are the CPU time of the apiserver and etcd (ControlPlane)
-	// and of this process (Process: the operator and the clients) in each namespace's blocks.
-	LabelledCPU, UnlabelledCPU blockCPU
+	// Clients created Batch pods at once, per block, in each namespace in turn; Blocks are the
+	// durations of each namespace's blocks, and CPU the CPU time spent in them.
+	Clients, Batch int
+	Blocks         map[string][]time.Duration
+	CPU            map[string]blockCPU
 }
 
 // blockCPU is the user+system CPU time of the processes of a round in some of its blocks.
 type blockCPU struct {
+	// ControlPlane is the apiserver's and etcd's; Process the child process's: the operator
+	// with its webhook server, the floor webhook and the clients.
 	ControlPlane, Process time.Duration
 }
 
-// perPod is the CPU of both kinds per pod of blocks blocks of batch pods, in ms.
-func (c blockCPU) perPod(batch, blocks int) (controlPlane, process float64) {
-	n := float64(batch * blocks)
-	return ms(c.ControlPlane) / n, ms(c.Process) / n
-}
-
-// labelledRate and unlabelledRate are the pods created per second in each namespace over all
-// the blocks of the round.
-func (r assignResult) labelledRate() float64   { return rate(r.Batch, r.Labelled) }
-func (r assignResult) unlabelledRate() float64 { return rate(r.Batch, r.Unlabelled) }
-
-func rate(batch int, blocks []time.Duration) float64 {
+// rate is the pods created per second in ns over all the blocks of the round.
+func (r assignResult) rate(ns string) float64 {
 	var total time.Duration
-	for _, d := range blocks {
+	for _, d := range r.Blocks[ns] {
 		total += d
 	}
-	return float64(batch*len(blocks)) / total.Seconds()
+	return float64(r.Batch*len(r.Blocks[ns])) / total.Seconds()
+}
+
+// cpuPerPod is the CPU per pod created in ns, in ms: of the apiserver and etcd, and of the
+// child process.
+func (r assignResult) cpuPerPod(ns string) (controlPlane, process float64) {
+	n := float64(r.Batch * len(r.Blocks[ns]))
+	return ms(r.CPU[ns].ControlPlane) / n, ms(r.CPU[ns].Process) / n
 }
 
 // benchAssign runs the assign benchmark: per round, one child process with an apiserver and the
@@ -97,22 +93,28 @@ func benchAssign(ctx context.Context, o options) ([]stats.Row, error) {
 	}
 	var results []assignResult
 	for round := range o.rounds {
+		load, err := loadAverage()
+		if err != nil {
+			return nil, err
+		}
 		var r assignResult
 		flags := func(out string) []string { return []string{"--assign-child", "--child-out=" + out} }
 		if err := runChild(ctx, o, "assign.json", flags, &r); err != nil {
 			return nil, fmt.Errorf("round %d: %w", round+1, err)
 		}
-		fmt.Printf("Round %d/%d  review p50 %.2f ms, p99 %.2f ms at %.1f creates/s (create p99 %.1f ms); created/s labelled %.0f, unlabelled %.0f: %.3f\n",
+		r.Load = load
+		fmt.Printf("Round %d/%d  review p50 %.2f ms, p99 %.2f ms at %.1f creates/s (create p99 %.1f ms); created/s labelled %.0f, floor webhook %.0f, unlabelled %.0f; load %.1f\n",
 			round+1, o.rounds, ms(percentileOf(r.Reviews, 50)), ms(percentileOf(r.Reviews, 99)), r.Paced, ms(percentileOf(r.Creates, 99)),
-			r.labelledRate(), r.unlabelledRate(), r.labelledRate()/r.unlabelledRate())
+			r.rate(assignLabelled), r.rate(assignFloor), r.rate(assignUnlabelled), load)
 		results = append(results, r)
 	}
 	return assignRows(results), nil
 }
 
-// assignRows summarizes the rounds: the webhook's p50 and p99 against the goal of p99 ≤ 5 ms,
-// and the rate of creates in the labelled namespace against the unlabelled one, round by round,
-// against the goal of at least 0.95.
+// assignRows summarizes the rounds: the webhook's p50 and p99 against the goal of p99 ≤ 5 ms;
+// the rate of creates in the labelled namespace against the unlabelled one, round by round,
+// against the goal of at least 0.95, and against the floor webhook's; the CPU per pod that
+// explains the rates.
 func assignRows(results []assignResult) []stats.Row {
 	const name = "assign"
 	each := func(f func(assignResult) float64) []float64 {
@@ -122,61 +124,70 @@ func assignRows(results []assignResult) []stats.Row {
 		}
 		return v
 	}
-	p50 := each(func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 50)) })
 	p99 := each(func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 99)) })
-	create50 := each(func(r assignResult) float64 { return ms(percentileOf(r.Creates, 50)) })
-	create99 := each(func(r assignResult) float64 { return ms(percentileOf(r.Creates, 99)) })
-	paced := each(func(r assignResult) float64 { return r.Paced })
-	labelled := each(assignResult.labelledRate)
-	unlabelled := each(assignResult.unlabelledRate)
-	ratios := stats.Ratios(labelled, unlabelled)
-	first := results[0]
-	cpu := func(c func(assignResult) blockCPU, controlPlane bool) []float64 {
-		return each(func(r assignResult) float64 {
-			cp, p := c(r).perPod(r.Batch, len(r.Labelled))
-			if controlPlane {
-				return cp
-			}
-			return p
-		})
+	rates := map[string][]float64{}
+	cpu := map[string][]float64{}
+	for _, ns := range assignNamespaces {
+		rates[ns] = each(func(r assignResult) float64 { return r.rate(ns) })
+		cpu[ns] = each(func(r assignResult) float64 { cp, p := r.cpuPerPod(ns); return cp + p })
 	}
-	labelledCPU := func(r assignResult) blockCPU { return r.LabelledCPU }
-	unlabelledCPU := func(r assignResult) blockCPU { return r.UnlabelledCPU }
-	cpuRatios := each(func(r assignResult) float64 {
-		lcp, lp := r.LabelledCPU.perPod(r.Batch, len(r.Labelled))
-		ucp, up := r.UnlabelledCPU.perPod(r.Batch, len(r.Unlabelled))
-		return (lcp + lp) / (ucp + up)
-	})
-	return []stats.Row{
-		{Benchmark: name, Measure: fmt.Sprintf("webhook review p50, %d pods created at %.0f/s", first.Pods, first.Rate), Value: stats.Summarize(p50), Unit: "ms", Decimals: 2,
-			Note: "each review the apiserver sent for a pod of a labelled namespace, timed at a proxy before the operator's webhook server (TLS, HTTP, decode, the decision from the cache, encode; not the apiserver's own part); operator in a child process, envtest; creates/s held: " + stats.Format(1, paced)},
+	ratio := stats.Ratios(rates[assignLabelled], rates[assignUnlabelled])
+	first := results[0]
+	rows := []stats.Row{
+		{Benchmark: name, Measure: fmt.Sprintf("webhook review p50, %d pods created at %.0f/s", first.Pods, first.Rate),
+			Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 50)) })), Unit: "ms", Decimals: 2,
+			Note: "each review the apiserver sent for a pod of the labelled namespace, timed at a proxy before the operator's webhook server (TLS, HTTP, decode, the decision from the cache, encode; not the apiserver's part); operator in a child process, envtest; creates/s held: " +
+				stats.Format(1, each(func(r assignResult) float64 { return r.Paced })) + "; load average (1 min) before: " + stats.Format(1, each(func(r assignResult) float64 { return r.Load }))},
 		{Benchmark: name, Measure: "  webhook review p99", Value: stats.Summarize(p99), Unit: "ms", Decimals: 2,
 			Note: fmt.Sprintf("goal ≤ 5 ms: %s; rounds: %s", stats.Verdict(stats.Summarize(p99).Median <= 5), stats.Format(2, p99))},
-		{Benchmark: name, Measure: "  pod create through the apiserver p50", Value: stats.Summarize(create50), Unit: "ms", Decimals: 1,
-			Note: "the same creates as their client waited for them (apiserver, etcd, the webhook and the proxy)"},
-		{Benchmark: name, Measure: "  pod create through the apiserver p99", Value: stats.Summarize(create99), Unit: "ms", Decimals: 1},
-		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, labelled namespace, %d clients", first.Clients), Value: stats.Summarize(labelled), Unit: "pods/s", Decimals: 0,
-			Note: fmt.Sprintf("%d blocks of %d pods per namespace and round, alternating; the apiserver calls the operator's webhook server directly; every pod checked for its scheduler name and annotation", len(first.Labelled), first.Batch)},
-		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, unlabelled namespace, %d clients", first.Clients), Value: stats.Summarize(unlabelled), Unit: "pods/s", Decimals: 0,
-			Note: "the webhook's namespaceSelector keeps these from the webhook"},
-		{Benchmark: name, Measure: "  labelled / unlabelled", Value: stats.Summarize(ratios), Decimals: 2,
-			Note: stats.Goal(stats.Summarize(ratios).Median, 0.95) + "; rounds: " + stats.Format(2, ratios)},
-		{Benchmark: name, Measure: "CPU per pod, labelled: apiserver and etcd", Value: stats.Summarize(cpu(labelledCPU, true)), Unit: "ms", Decimals: 2,
-			Note: "user+system over the blocks of the namespace / pods created"},
-		{Benchmark: name, Measure: "CPU per pod, labelled: operator and clients", Value: stats.Summarize(cpu(labelledCPU, false)), Unit: "ms", Decimals: 2,
-			Note: "the child process: the operator with its webhook server, and the clients creating the pods"},
-		{Benchmark: name, Measure: "CPU per pod, unlabelled: apiserver and etcd", Value: stats.Summarize(cpu(unlabelledCPU, true)), Unit: "ms", Decimals: 2},
-		{Benchmark: name, Measure: "CPU per pod, unlabelled: operator and clients", Value: stats.Summarize(cpu(unlabelledCPU, false)), Unit: "ms", Decimals: 2},
-		{Benchmark: name, Measure: "  labelled / unlabelled (CPU, all three processes)", Value: stats.Summarize(cpuRatios), Decimals: 2,
-			Note: "rounds: " + stats.Format(2, cpuRatios)},
+		{Benchmark: name, Measure: "  pod create through the apiserver p50", Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.Creates, 50)) })), Unit: "ms", Decimals: 1,
+			Note: "the same creates, as their client waited for them (apiserver, etcd, the webhook and the proxy)"},
+		{Benchmark: name, Measure: "  pod create through the apiserver p99", Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.Creates, 99)) })), Unit: "ms", Decimals: 1},
+		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, labelled namespace, %d clients", first.Clients), Value: stats.Summarize(rates[assignLabelled]), Unit: "pods/s", Decimals: 0,
+			Note: fmt.Sprintf("%d blocks of %d pods per namespace and round, the namespaces in turn; the apiserver calls the operator's webhook server; every pod checked for its scheduler name and annotation", len(first.Blocks[assignLabelled]), first.Batch)},
+		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, floor webhook, %d clients", first.Clients), Value: stats.Summarize(rates[assignFloor]), Unit: "pods/s", Decimals: 0,
+			Note: "a webhook configured as the operator's that decides nothing: reads the review, answers the same patch"},
+		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, unlabelled namespace, %d clients", first.Clients), Value: stats.Summarize(rates[assignUnlabelled]), Unit: "pods/s", Decimals: 0,
+			Note: "no webhook is called (the namespaceSelectors)"},
+		{Benchmark: name, Measure: "  labelled / unlabelled", Value: stats.Summarize(ratio), Decimals: 2,
+			Note: stats.Goal(stats.Summarize(ratio).Median, 0.95) + "; rounds: " + stats.Format(2, ratio)},
 	}
+	for _, c := range []struct{ measure, num, den string }{
+		{"  labelled / floor webhook", assignLabelled, assignFloor},
+		{"  floor webhook / unlabelled", assignFloor, assignUnlabelled},
+	} {
+		r := stats.Ratios(rates[c.num], rates[c.den])
+		rows = append(rows, stats.Row{Benchmark: name, Measure: c.measure, Value: stats.Summarize(r), Decimals: 2, Note: "rounds: " + stats.Format(2, r)})
+	}
+	for i, c := range []struct{ measure, ns string }{
+		{"CPU per pod, labelled namespace", assignLabelled},
+		{"CPU per pod, floor webhook", assignFloor},
+		{"CPU per pod, unlabelled namespace", assignUnlabelled},
+	} {
+		row := stats.Row{Benchmark: name, Measure: c.measure, Value: stats.Summarize(cpu[c.ns]), Unit: "ms", Decimals: 2}
+		controlPlane := each(func(r assignResult) float64 { cp, _ := r.cpuPerPod(c.ns); return cp })
+		row.Note = "apiserver and etcd: " + stats.Format(2, controlPlane)
+		if i == 0 {
+			row.Note = "user+system of the apiserver, etcd and the child process (operator, floor webhook, clients) in the namespace's blocks / pods; " + row.Note
+		}
+		rows = append(rows, row)
+	}
+	for _, c := range []struct{ measure, num, den string }{
+		{"  labelled / unlabelled (CPU)", assignLabelled, assignUnlabelled},
+		{"  labelled / floor webhook (CPU)", assignLabelled, assignFloor},
+	} {
+		r := stats.Ratios(cpu[c.num], cpu[c.den])
+		rows = append(rows, stats.Row{Benchmark: name, Measure: c.measure, Value: stats.Summarize(r), Decimals: 2, Note: "rounds: " + stats.Format(2, r)})
+	}
+	return rows
 }
 
 // assignChild is one round of the assign benchmark, in a child process: the operator with its
 // webhooks on an envtest apiserver, an Available profile, a namespace labelled with its scheduler
-// name and one not labelled. It measures the creation rate in both namespaces, alternating, then
-// the webhook's latency at a steady pace of creates, and checks that every pod of the labelled
-// namespace was assigned and none of the other.
+// name, one served by the floor webhook and one not labelled. It measures the rate of creates in
+// the namespaces in turn, then the webhook's latency at a steady pace of creates, and checks
+// that every pod of the labelled namespace was assigned, every pod of the floor's patched, and
+// none of the unlabelled namespace touched.
 func assignChild(ctx context.Context, o options) error {
 	c, err := cluster.StartWithWebhooks(o.assets, filepath.Join(o.dir, "assign"), []string{o.webhooks}, o.crds)
 	if err != nil {
@@ -187,34 +198,23 @@ func assignChild(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
-		return err
-	}
-	opts := operatorOptions()
 	host, port, certDir := c.Webhook()
-	opts.Webhook = &controllers.WebhookOptions{Host: host, Port: port, CertDir: certDir}
-	stop, err := startOperatorWith(ctx, c.Config, opts)
+	stop, err := startAssignOperator(ctx, c, admin)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if err := waitWebhook(ctx, admin); err != nil {
-		return err
-	}
 	schedulerName, err := availableProfile(ctx, admin)
 	if err != nil {
 		return err
 	}
-	for _, ns := range []*corev1.Namespace{
-		{ObjectMeta: metav1.ObjectMeta{Name: assignLabelled, Labels: map[string]string{v1alpha1.LabelAssignSchedulerName: schedulerName}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: assignUnlabelled}},
-	} {
-		if err := admin.Create(ctx, ns); err != nil {
-			return err
-		}
+	floor, err := startFloorWebhook(ctx, admin, host, certDir, c.WebhookCA(), schedulerName)
+	if err != nil {
+		return err
 	}
-	if err := waitAssigned(ctx, admin, func() bool { return true }); err != nil {
-		return fmt.Errorf("waiting for the webhook to assign the labelled namespace's pods: %w", err)
+	defer floor.stop()
+	if err := createAssignNamespaces(ctx, admin, schedulerName); err != nil {
+		return err
 	}
 	r := assignResult{Rate: o.assignRate, Pods: o.assignPods, Clients: o.assignClients, Batch: o.assignBatch}
 	if err := createBlocks(ctx, c.Client, o, &r); err != nil {
@@ -234,16 +234,7 @@ func assignChild(ctx context.Context, o options) error {
 	if r.Reviews = proxy.take(); len(r.Reviews) != o.assignPods {
 		return fmt.Errorf("the proxy timed %d reviews for %d pods created at a pace", len(r.Reviews), o.assignPods)
 	}
-	created := o.assignBatch*o.assignBlocks + o.assignPods
-	if err := checkAssigned(ctx, c.Client, assignLabelled, created, func(p *corev1.Pod) bool {
-		return p.Spec.SchedulerName == schedulerName && p.Annotations[v1alpha1.AnnotationAssignment] == "assigned"
-	}); err != nil {
-		return err
-	}
-	if err := checkAssigned(ctx, c.Client, assignUnlabelled, o.assignBatch*o.assignBlocks, func(p *corev1.Pod) bool {
-		_, annotated := p.Annotations[v1alpha1.AnnotationAssignment]
-		return p.Spec.SchedulerName == v1alpha1.DefaultSchedulerName && !annotated
-	}); err != nil {
+	if err := checkAssignments(ctx, c.Client, o, schedulerName); err != nil {
 		return err
 	}
 	data, err := json.Marshal(r)
@@ -251,6 +242,65 @@ func assignChild(ctx context.Context, o options) error {
 		return err
 	}
 	return os.WriteFile(o.childOut, data, 0o644)
+}
+
+// startAssignOperator starts the operator with its webhooks served where the cluster's webhook
+// configurations call, and waits until the apiserver calls them.
+func startAssignOperator(ctx context.Context, c *cluster.Cluster, admin client.Client) (stop func(), err error) {
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return nil, err
+	}
+	opts := operatorOptions()
+	host, port, certDir := c.Webhook()
+	opts.Webhook = &controllers.WebhookOptions{Host: host, Port: port, CertDir: certDir}
+	if stop, err = startOperatorWith(ctx, c.Config, opts); err != nil {
+		return nil, err
+	}
+	if err := waitWebhook(ctx, admin); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+// createAssignNamespaces creates the benchmark's namespaces and waits until the pods of the
+// labelled one and of the floor's are patched.
+func createAssignNamespaces(ctx context.Context, admin client.Client, schedulerName string) error {
+	labels := map[string]map[string]string{
+		assignLabelled: {v1alpha1.LabelAssignSchedulerName: schedulerName},
+		assignFloor:    {floorLabel: "true"},
+	}
+	for _, ns := range assignNamespaces {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels[ns]}}); err != nil {
+			return err
+		}
+	}
+	for _, ns := range []string{assignLabelled, assignFloor} {
+		if err := waitAssigned(ctx, admin, ns, func() bool { return true }); err != nil {
+			return fmt.Errorf("waiting for the pods of namespace %s to be patched: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+// checkAssignments checks every pod the round created: those of the labelled namespace and of
+// the floor's have the profile's scheduler name and the annotation "assigned", those of the
+// unlabelled one neither.
+func checkAssignments(ctx context.Context, cs kubernetes.Interface, o options, schedulerName string) error {
+	blocks := o.assignBatch * o.assignBlocks
+	assigned := func(p *corev1.Pod) bool {
+		return p.Spec.SchedulerName == schedulerName && p.Annotations[v1alpha1.AnnotationAssignment] == "assigned"
+	}
+	if err := checkPods(ctx, cs, assignLabelled, blocks+o.assignPods, assigned); err != nil {
+		return err
+	}
+	if err := checkPods(ctx, cs, assignFloor, blocks, assigned); err != nil {
+		return err
+	}
+	return checkPods(ctx, cs, assignUnlabelled, blocks, func(p *corev1.Pod) bool {
+		_, annotated := p.Annotations[v1alpha1.AnnotationAssignment]
+		return p.Spec.SchedulerName == v1alpha1.DefaultSchedulerName && !annotated
+	})
 }
 
 // availableProfile creates a profile, marks its Deployment available as the Deployment
@@ -279,11 +329,11 @@ func availableProfile(ctx context.Context, admin client.Client) (string, error) 
 	return p.Status.SchedulerName, nil
 }
 
-// waitAssigned creates dry-run pods in the labelled namespace until one is assigned (the
+// waitAssigned creates dry-run pods in ns until one is assigned (in the labelled namespace: the
 // operator's cache holds the namespace and the Available profile) and done.
-func waitAssigned(ctx context.Context, admin client.Client, done func() bool) error {
+func waitAssigned(ctx context.Context, admin client.Client, ns string, done func() bool) error {
 	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		pod := testutil.MakePod("probe", assignLabelled).Obj()
+		pod := testutil.MakePod("probe", ns).Obj()
 		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
 			return false, err
 		}
@@ -292,26 +342,22 @@ func waitAssigned(ctx context.Context, admin client.Client, done func() bool) er
 }
 
 // createBlocks creates o.assignBlocks blocks of o.assignBatch pods in each namespace, as fast as
-// o.assignClients clients can, alternating between the namespaces (labelled first in one block,
-// second in the next), and records each block's duration and CPU.
+// o.assignClients clients can, the namespaces in turn in the order of a balanced Latin square,
+// and records each block's duration and CPU.
 func createBlocks(ctx context.Context, cs kubernetes.Interface, o options, r *assignResult) error {
+	r.Blocks, r.CPU = map[string][]time.Duration{}, map[string]blockCPU{}
 	for b := range o.assignBlocks {
-		namespaces := []string{assignLabelled, assignUnlabelled}
-		if b%2 == 1 {
-			namespaces = []string{assignUnlabelled, assignLabelled}
-		}
-		for _, ns := range namespaces {
+		for _, i := range order(len(assignNamespaces), b) {
+			ns := assignNamespaces[i]
 			took, cpu, err := createBlock(ctx, cs, o, ns, fmt.Sprintf("block-%02d", b))
 			if err != nil {
 				return fmt.Errorf("creating pods in %s: %w", ns, err)
 			}
-			blocks, total := &r.Unlabelled, &r.UnlabelledCPU
-			if ns == assignLabelled {
-				blocks, total = &r.Labelled, &r.LabelledCPU
-			}
-			*blocks = append(*blocks, took)
+			r.Blocks[ns] = append(r.Blocks[ns], took)
+			total := r.CPU[ns]
 			total.ControlPlane += cpu.ControlPlane
 			total.Process += cpu.Process
+			r.CPU[ns] = total
 		}
 	}
 	return nil
@@ -378,8 +424,8 @@ func assignPod(ns, name string) *corev1.Pod {
 	return p
 }
 
-// checkAssigned lists the pods of ns and checks that there are want of them, each ok.
-func checkAssigned(ctx context.Context, cs kubernetes.Interface, ns string, want int, ok func(*corev1.Pod) bool) error {
+// checkPods lists the pods of ns and checks that there are want of them, each ok.
+func checkPods(ctx context.Context, cs kubernetes.Interface, ns string, want int, ok func(*corev1.Pod) bool) error {
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -401,124 +447,3 @@ func checkAssigned(ctx context.Context, cs kubernetes.Interface, ns string, want
 	}
 	return nil
 }
-
-// callThrough points the pod assignment webhook's configuration at proxy, waits until the
-// apiserver calls it there, and forgets the reviews of that wait.
-func callThrough(ctx context.Context, admin client.Client, proxy *timingProxy) error {
-	var list admissionregistrationv1.MutatingWebhookConfigurationList
-	if err := admin.List(ctx, &list); err != nil {
-		return err
-	}
-	found := false
-	for i := range list.Items {
-		cfg := &list.Items[i]
-		for j := range cfg.Webhooks {
-			w := &cfg.Webhooks[j]
-			if w.ClientConfig.URL == nil {
-				continue
-			}
-			u, err := url.Parse(*w.ClientConfig.URL)
-			if err != nil {
-				return err
-			}
-			if !strings.HasSuffix(u.Path, webhooks.PodAssignerPath) {
-				continue
-			}
-			u.Host = proxy.addr
-			w.ClientConfig.URL = ptr.To(u.String())
-			if err := admin.Update(ctx, cfg); err != nil {
-				return err
-			}
-			found = true
-		}
-	}
-	if !found {
-		return fmt.Errorf("no webhook of path %s called by URL among the MutatingWebhookConfigurations", webhooks.PodAssignerPath)
-	}
-	if err := waitAssigned(ctx, admin, func() bool { return len(proxy.take()) > 0 }); err != nil {
-		return fmt.Errorf("waiting for the apiserver to call the webhook through the timing proxy: %w", err)
-	}
-	_ = proxy.take()
-	return nil
-}
-
-// timingProxy serves TLS where the apiserver calls the pod assignment webhook, forwards each
-// request to the operator's webhook server, and times the round trip there: the webhook as the
-// apiserver sees it, less the apiserver's side of the call.
-type timingProxy struct {
-	addr     string
-	upstream string
-	client   *http.Client
-	server   *http.Server
-
-	mu   sync.Mutex
-	took []time.Duration
-}
-
-// startTimingProxy serves on a free port of host with the certificate of certDir, forwarding to
-// upstream, whose certificate ca signed.
-func startTimingProxy(host, upstream, certDir string, ca []byte) (*timingProxy, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
-	if err != nil {
-		return nil, err
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(ca) {
-		return nil, errors.New("no CA certificate for the webhook")
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return nil, err
-	}
-	p := &timingProxy{addr: l.Addr().String(), upstream: upstream,
-		// HTTP/2 with kept-alive connections, as the apiserver calls a webhook.
-		client: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64}}}
-	p.server = &http.Server{Handler: p, TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = p.server.ServeTLS(l, "", "") }()
-	return p, nil
-}
-
-// ServeHTTP forwards one review and records how long the webhook server took to answer it whole.
-func (p *timingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	req.Header = r.Header.Clone()
-	start := time.Now()
-	resp, err := p.client.Do(req)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	answer, err := io.ReadAll(resp.Body)
-	took := time.Since(start)
-	_ = resp.Body.Close()
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	p.mu.Lock()
-	p.took = append(p.took, took)
-	p.mu.Unlock()
-	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(answer)
-}
-
-// take returns the durations recorded since the last take.
-func (p *timingProxy) take() []time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	took := p.took
-	p.took = nil
-	return took
-}
-
-func (p *timingProxy) stop() { _ = p.server.Close() }

@@ -136,7 +136,7 @@ func main() {
 	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the webhook is timed")
 	flag.IntVar(&o.assignClients, "assign-clients", 16, "assign: clients creating pods at once when the rate of creates is measured")
 	flag.IntVar(&o.assignBatch, "assign-batch", 500, "assign: pods per block when the rate of creates is measured")
-	flag.IntVar(&o.assignBlocks, "assign-blocks", 6, "assign: blocks per namespace and round, alternating between the labelled namespace and the unlabelled one")
+	flag.IntVar(&o.assignBlocks, "assign-blocks", 6, "assign: blocks per namespace and round; the namespaces take turns in the order of a balanced Latin square")
 	flag.StringVar(&o.childOut, "child-out", "", "internal: where a child process writes its result")
 	flag.Parse()
 	// profile.Validate builds the scheduler framework, which logs every plugin it configures, and

@@ -23,7 +23,7 @@ func TestAssignRowsGoals(t *testing.T) {
 		cpu := func(ms time.Duration) blockCPU {
 			return blockCPU{ControlPlane: 1000 * ms * time.Millisecond, Process: 0}
 		}
-		return assignResult{Rate: 200, Pods: 100, Paced: 199, Reviews: reviews, Creates: reviews, Clients: 16, Batch: 500,
+		return assignResult{Rate: 200, Pods: 100, Paced: 199, Reviews: reviews, FloorReviews: reviews, Creates: reviews, Clients: 16, Batch: 500,
 			Blocks: map[string][]time.Duration{assignLabelled: blocks(labelled), assignFloor: blocks(2 * time.Second), assignUnlabelled: blocks(time.Second)},
 			CPU:    map[string]blockCPU{assignLabelled: cpu(3), assignFloor: cpu(2), assignUnlabelled: cpu(1)}}
 	}

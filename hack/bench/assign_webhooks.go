@@ -27,8 +27,12 @@ import (
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
-// floorLabel on a namespace has its pods reviewed by the floor webhook.
-const floorLabel = "bench.schedops.io/floor"
+const (
+	// floorLabel on a namespace has its pods reviewed by the floor webhook.
+	floorLabel = "bench.schedops.io/floor"
+	// floorConfig is the floor webhook's MutatingWebhookConfiguration.
+	floorConfig = "bench-floor"
+)
 
 // podAssignerWebhook reads the MutatingWebhookConfiguration of the pod assignment webhook, as
 // the cluster installed it (called by URL), and the index of that webhook in it.
@@ -47,10 +51,10 @@ func podAssignerWebhook(ctx context.Context, admin client.Client) (*admissionreg
 	return nil, 0, fmt.Errorf("no webhook of path %s called by URL among the MutatingWebhookConfigurations", webhooks.PodAssignerPath)
 }
 
-// callThrough points the pod assignment webhook's configuration at proxy, waits until the
-// apiserver calls it there, and forgets the reviews of that wait.
-func callThrough(ctx context.Context, admin client.Client, proxy *timingProxy) error {
-	cfg, i, err := podAssignerWebhook(ctx, admin)
+// callThrough points the webhook that find finds at proxy, waits until the apiserver calls it
+// there for the pods of ns, and forgets the reviews of that wait.
+func callThrough(ctx context.Context, admin client.Client, find func(context.Context, client.Client) (*admissionregistrationv1.MutatingWebhookConfiguration, int, error), ns string, proxy *timingProxy) error {
+	cfg, i, err := find(ctx, admin)
 	if err != nil {
 		return err
 	}
@@ -64,11 +68,17 @@ func callThrough(ctx context.Context, admin client.Client, proxy *timingProxy) e
 	if err := admin.Update(ctx, cfg); err != nil {
 		return err
 	}
-	if err := waitAssigned(ctx, admin, assignLabelled, func() bool { return len(proxy.take()) > 0 }); err != nil {
-		return fmt.Errorf("waiting for the apiserver to call the webhook through the timing proxy: %w", err)
+	if err := waitAssigned(ctx, admin, ns, func() bool { return len(proxy.take()) > 0 }); err != nil {
+		return fmt.Errorf("waiting for the apiserver to call webhook %s through a timing proxy: %w", w.Name, err)
 	}
 	_ = proxy.take()
 	return nil
+}
+
+// floorWebhookConfig reads the floor webhook's configuration.
+func floorWebhookConfig(ctx context.Context, admin client.Client) (*admissionregistrationv1.MutatingWebhookConfiguration, int, error) {
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	return cfg, 0, admin.Get(ctx, client.ObjectKey{Name: floorConfig}, cfg)
 }
 
 // floorWebhook is the least a webhook that assigns pods can do: it reads the review and answers
@@ -76,6 +86,7 @@ func callThrough(ctx context.Context, admin client.Client, proxy *timingProxy) e
 // configured as the operator's webhook is (rules, matchConditions, timeout), for the namespaces
 // with floorLabel: pods created there cost what calling any such webhook costs.
 type floorWebhook struct {
+	addr   string
 	server *http.Server
 	patch  []byte
 }
@@ -92,11 +103,9 @@ func startFloorWebhook(ctx context.Context, admin client.Client, host, certDir s
 		return nil, err
 	}
 	f := &floorWebhook{patch: patch}
-	addr, server, err := serveTLS(host, certDir, f)
-	if err != nil {
+	if f.addr, f.server, err = serveTLS(host, certDir, f); err != nil {
 		return nil, err
 	}
-	f.server = server
 	assigner, i, err := podAssignerWebhook(ctx, admin)
 	if err != nil {
 		f.stop()
@@ -104,9 +113,9 @@ func startFloorWebhook(ctx context.Context, admin client.Client, host, certDir s
 	}
 	w := assigner.Webhooks[i].DeepCopy()
 	w.Name = "floor.bench.schedops.io"
-	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + "/floor"), CABundle: ca}
+	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + f.addr + "/floor"), CABundle: ca}
 	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{floorLabel: "true"}}
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "bench-floor"}, Webhooks: []admissionregistrationv1.MutatingWebhook{*w}}
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: floorConfig}, Webhooks: []admissionregistrationv1.MutatingWebhook{*w}}
 	if err := admin.Create(ctx, cfg); err != nil {
 		f.stop()
 		return nil, err

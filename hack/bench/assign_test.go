@@ -21,7 +21,7 @@ func TestAssignRowsGoals(t *testing.T) {
 		reviews[98], reviews[99] = slow, slow
 		blocks := func(d time.Duration) []time.Duration { return []time.Duration{d, d} }
 		cpu := func(ms time.Duration) blockCPU {
-			return blockCPU{ControlPlane: 1000 * ms * time.Millisecond, Process: 0}
+			return blockCPU{ControlPlane: 1000 * ms * time.Millisecond}
 		}
 		return assignResult{Rate: 200, Pods: 100, Paced: 199, Reviews: reviews, FloorReviews: reviews, Creates: reviews, Clients: 16, Batch: 500,
 			Blocks: map[string][]time.Duration{assignLabelled: blocks(labelled), assignFloor: blocks(2 * time.Second), assignUnlabelled: blocks(time.Second)},

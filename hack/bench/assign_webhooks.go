@@ -82,19 +82,18 @@ func floorWebhookConfig(ctx context.Context, admin client.Client) (*admissionreg
 }
 
 // floorWebhook is the least a webhook that assigns pods can do: it reads the review and answers
-// with the patch the operator's webhook answers for an assigned pod, deciding nothing. It is
-// configured as the operator's webhook is (rules, matchConditions, timeout), for the namespaces
-// with floorLabel: pods created there cost what calling any such webhook costs.
+// with the patch the operator's webhook answers for an assigned pod, deciding nothing. It runs
+// in the operator's process and is configured as the operator's webhook is (rules,
+// matchConditions, timeout), for the namespaces with floorLabel: pods created there cost what
+// calling any such webhook costs.
 type floorWebhook struct {
-	addr   string
 	server *http.Server
 	patch  []byte
 }
 
-// startFloorWebhook serves the floor webhook on a free port of host, with the certificate of
-// certDir, signed by ca, and installs its configuration, a copy of the pod assignment webhook's.
-// Its patch assigns schedulerName.
-func startFloorWebhook(ctx context.Context, admin client.Client, host, certDir string, ca []byte, schedulerName string) (*floorWebhook, error) {
+// serveFloorWebhook serves the floor webhook at addr with the certificate of certDir; its patch
+// assigns schedulerName.
+func serveFloorWebhook(addr, certDir, schedulerName string) (*floorWebhook, error) {
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "add", "path": "/spec/schedulerName", "value": schedulerName},
 		{"op": "add", "path": "/metadata/annotations", "value": map[string]string{v1alpha1.AnnotationAssignment: "assigned"}},
@@ -103,24 +102,24 @@ func startFloorWebhook(ctx context.Context, admin client.Client, host, certDir s
 		return nil, err
 	}
 	f := &floorWebhook{patch: patch}
-	if f.addr, f.server, err = serveTLS(host, certDir, f); err != nil {
-		return nil, err
-	}
-	assigner, i, err := podAssignerWebhook(ctx, admin)
-	if err != nil {
-		f.stop()
-		return nil, err
-	}
-	w := assigner.Webhooks[i].DeepCopy()
-	w.Name = "floor.bench.schedops.io"
-	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + f.addr + "/floor"), CABundle: ca}
-	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{floorLabel: "true"}}
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: floorConfig}, Webhooks: []admissionregistrationv1.MutatingWebhook{*w}}
-	if err := admin.Create(ctx, cfg); err != nil {
-		f.stop()
+	if _, f.server, err = serveTLS(addr, certDir, f); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// installFloorWebhook installs the floor webhook's configuration, served at addr with a
+// certificate that ca signed: a copy of the pod assignment webhook's.
+func installFloorWebhook(ctx context.Context, admin client.Client, addr string, ca []byte) error {
+	assigner, i, err := podAssignerWebhook(ctx, admin)
+	if err != nil {
+		return err
+	}
+	w := assigner.Webhooks[i].DeepCopy()
+	w.Name = "floor.bench.schedops.io"
+	w.ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + addr + "/floor"), CABundle: ca}
+	w.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{floorLabel: "true"}}
+	return admin.Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: floorConfig}, Webhooks: []admissionregistrationv1.MutatingWebhook{*w}})
 }
 
 // ServeHTTP answers a review with the patch.
@@ -138,14 +137,14 @@ func (f *floorWebhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *floorWebhook) stop() { _ = f.server.Close() }
 
-// serveTLS serves handler with TLS on a free port of host, with the certificate of certDir, and
-// returns its address.
-func serveTLS(host, certDir string, handler http.Handler) (string, *http.Server, error) {
+// serveTLS serves handler with TLS at addr (a port of 0: a free one), with the certificate of
+// certDir, and returns the address it serves at.
+func serveTLS(addr, certDir string, handler http.Handler) (string, *http.Server, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
 	if err != nil {
 		return "", nil, err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, err
 	}
@@ -178,7 +177,7 @@ func startTimingProxy(host, upstream, certDir string, ca []byte) (*timingProxy, 
 		// HTTP/2 with kept-alive connections, as the apiserver calls a webhook.
 		client: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64}}}
 	var err error
-	if p.addr, p.server, err = serveTLS(host, certDir, p); err != nil {
+	if p.addr, p.server, err = serveTLS(net.JoinHostPort(host, "0"), certDir, p); err != nil {
 		return nil, err
 	}
 	return p, nil

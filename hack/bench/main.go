@@ -73,8 +73,10 @@ type options struct {
 	childOut      string
 	webhooks      string
 	reviews       int
-	// assignChild, in a child process, runs one round of the assign benchmark; the others size it.
+	// assignChild, in a child process, runs one round of the assign benchmark; assignOperator, in
+	// that round's operator process, names the file that says where it serves; the others size it.
 	assignChild                                          bool
+	assignOperator                                       string
 	assignPods, assignClients, assignBatch, assignBlocks int
 	assignRate                                           float64
 	cpuProfile                                           string
@@ -132,6 +134,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "shared-cpuprofile", "", "shared: write CPU profiles of a member's change and of the reviews to <this>-change.pprof and <this>-review.pprof")
 	flag.StringVar(&o.operatorCPUProfile, "operator-cpuprofile", "", "operator: write a CPU profile of the settling of the profiles to <this>-settle.pprof")
 	flag.BoolVar(&o.assignChild, "assign-child", false, "internal: run one round of the assign benchmark in this process")
+	flag.StringVar(&o.assignOperator, "assign-operator", "", "internal: run the operator of the assign benchmark in this process, as the JSON file this names says")
 	flag.IntVar(&o.assignPods, "assign-pods", 2000, "assign: pods created at --assign-rate in the labelled namespace, whose reviews are timed")
 	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the webhook is timed")
 	flag.IntVar(&o.assignClients, "assign-clients", 16, "assign: clients creating pods at once when the rate of creates is measured")
@@ -152,6 +155,8 @@ func main() {
 		err = operatorChild(ctx, o)
 	case o.sharedChild > 0:
 		err = sharedChild(ctx, o)
+	case o.assignOperator != "":
+		err = assignOperator(ctx, o)
 	case o.assignChild:
 		err = assignChild(ctx, o)
 	default:

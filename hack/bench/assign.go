@@ -202,7 +202,7 @@ func assignRows(results []assignResult) []stats.Row {
 
 // assignChild is one round of the assign benchmark, in a child process: an envtest apiserver;
 // the operator with its webhooks, and the floor webhook, in a process of their own, so that the
-// benchmark's clients share neither their cores' scheduler nor their garbage collector; an
+// benchmark's clients share neither their Go runtime nor their garbage collector; an
 // Available profile; a namespace labelled with its scheduler name, one served by the floor
 // webhook and one not labelled. It measures the rate of creates in
 // the namespaces in turn, then the webhook's latency at a steady pace of creates, and checks

@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -202,12 +202,11 @@ func assignRows(results []assignResult) []stats.Row {
 
 // assignChild is one round of the assign benchmark, in a child process: an envtest apiserver;
 // the operator with its webhooks, and the floor webhook, in a process of their own, so that the
-// benchmark's clients share neither their Go runtime nor their garbage collector; an
-// Available profile; a namespace labelled with its scheduler name, one served by the floor
-// webhook and one not labelled. It measures the rate of creates in
-// the namespaces in turn, then the webhook's latency at a steady pace of creates, and checks
-// that every pod of the labelled namespace was assigned, every pod of the floor's patched, and
-// none of the unlabelled namespace touched.
+// benchmark's clients share neither their Go runtime nor their garbage collector; an Available
+// profile; a namespace labelled with its scheduler name, one served by the floor webhook and one
+// not labelled. It measures the rate of creates in the namespaces in turn, then the webhooks'
+// latency at a steady pace of creates, and checks that every pod of the labelled namespace was
+// assigned, every pod of the floor's patched, and none of the unlabelled namespace touched.
 func assignChild(ctx context.Context, o options) error {
 	c, err := cluster.StartWithWebhooks(o.assets, filepath.Join(o.dir, "assign"), []string{o.webhooks}, o.crds)
 	if err != nil {
@@ -256,7 +255,6 @@ func assignChild(ctx context.Context, o options) error {
 // operatorProcess is what the operator's process of the assign benchmark is told, as JSON in
 // the file that --assign-operator names.
 type operatorProcess struct {
-	Kubeconfig string
 	// Host, Port and CertDir are where the cluster's webhook configurations call the operator.
 	Host    string
 	Port    int
@@ -267,8 +265,8 @@ type operatorProcess struct {
 }
 
 // assignOperator is the operator's process of the assign benchmark: the operator with its
-// webhooks, as main wires it, and the floor webhook, until it is told to stop. Apart from the
-// benchmark's clients, its garbage collector and its goroutines are the operator's alone.
+// webhooks, as main wires it, and the floor webhook, until it is told to stop (SIGTERM). Its
+// garbage collector and its goroutines are theirs alone.
 func assignOperator(ctx context.Context, o options) error {
 	data, err := os.ReadFile(o.assignOperator)
 	if err != nil {
@@ -278,7 +276,8 @@ func assignOperator(ctx context.Context, o options) error {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig)
+	// As main reads its configuration: KUBECONFIG, and controller-runtime's client rate limit.
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return err
 	}
@@ -316,7 +315,7 @@ func startOperatorProcess(ctx context.Context, c *cluster.Cluster, admin client.
 		return nil, err
 	}
 	host, port, certDir := c.Webhook()
-	p := operatorProcess{Kubeconfig: c.Kubeconfig, Host: host, Port: port, CertDir: certDir,
+	p := operatorProcess{Host: host, Port: port, CertDir: certDir,
 		FloorAddr: net.JoinHostPort(host, strconv.Itoa(ports[0])), SchedulerName: assignProfile}
 	data, err := json.Marshal(p)
 	if err != nil {
@@ -334,6 +333,7 @@ func startOperatorProcess(ctx context.Context, c *cluster.Cluster, admin client.
 		return nil, err
 	}
 	cmd := exec.Command(self, "--assign-operator="+path)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

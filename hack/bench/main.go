@@ -15,9 +15,10 @@
 //   - shared: the operator and its webhook with one Scheduler of 50 and of 150 members created at
 //     once (in a child process per size and round): until all are served, one member's change,
 //     dry-run reviews of a member;
-//   - assign: the pod assignment webhook (in a child process per round): its latency per pod at a
-//     steady pace of pod creates in a labelled namespace, and the rate of pod creates in a
-//     labelled namespace against an unlabelled one;
+//   - assign: the pod assignment webhook (in a child process per round, the operator in a process
+//     of its own): its latency per pod at a steady pace of pod creates in a labelled namespace,
+//     and the rate of pod creates in a labelled namespace against an unlabelled one, each beside
+//     a webhook configured alike that decides nothing;
 //   - memory: the resident memory of kube-scheduler serving 1 profile, N profiles in one process
 //     and N profiles in N processes.
 //

@@ -153,9 +153,9 @@ func serveTLS(addr, certDir string, handler http.Handler) (string, *http.Server,
 	return l.Addr().String(), server, nil
 }
 
-// timingProxy serves TLS where the apiserver calls the pod assignment webhook, forwards each
-// request to the operator's webhook server, and times the round trip there: the webhook as the
-// apiserver sees it, less the apiserver's side of the call.
+// timingProxy serves TLS where the apiserver calls a webhook, forwards each request to the
+// webhook's server, and times the round trip there: the webhook as the apiserver sees it, less
+// the apiserver's side of the call.
 type timingProxy struct {
 	addr     string
 	upstream string

@@ -60,8 +60,11 @@ func TestAssignRowsGoals(t *testing.T) {
 			if ratio := row(t, rows, "  labelled / unlabelled"); ratio.Value.Median != tc.wantRatio || !strings.HasPrefix(ratio.Note, tc.wantRatioGoal+";") {
 				t.Errorf("ratio row %v, note %q; want %v and %q", ratio.Value.Median, ratio.Note, tc.wantRatio, tc.wantRatioGoal)
 			}
-			if floor := row(t, rows, "  floor webhook / unlabelled"); floor.Value.Median != 0.5 {
-				t.Errorf("floor webhook / unlabelled %v, want 0.5 (2 s against 1 s a block)", floor.Value.Median)
+			if floor := row(t, rows, "  floor webhook / unlabelled"); floor.Value.Median != 0.5 || strings.Contains(floor.Note, "goal") {
+				t.Errorf("floor webhook / unlabelled %v, note %q; want 0.5 (2 s against 1 s a block) and no goal", floor.Value.Median, floor.Note)
+			}
+			if cpu := row(t, rows, "  labelled / floor webhook (CPU)"); cpu.Value.Median != 1.5 {
+				t.Errorf("labelled / floor webhook CPU %v, want 1.5 (3 ms against 2 ms a pod)", cpu.Value.Median)
 			}
 			if cpu := row(t, rows, "CPU per pod, labelled namespace"); cpu.Value.Median != tc.wantLabelledCPU {
 				t.Errorf("labelled CPU per pod %v ms, want %v", cpu.Value.Median, tc.wantLabelledCPU)

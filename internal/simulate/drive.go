@@ -32,6 +32,9 @@ func (s *simulation) drain(ctx context.Context) error {
 		if err := s.settle(ctx); err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if s.retryNominated(ctx) || s.ready(ctx) {
 			s.sched.ScheduleOne(ctx)
 			continue

@@ -143,23 +143,29 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 	// of the scheduler's log calls, several per node and pod, into a nil check, where klog's
 	// would check its verbosity and name a logger per Filter call.
 	work = klog.NewContext(work, logr.Discard())
-	cfg, err := profile.DecodeConfig(p.Config)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	s, err := newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...))
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	pods, err := s.queueOrder(workload.Pods, cluster)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	bs := batches(pods)
-	err = s.scheduleAll(work, bs)
-	if errors.Is(context.Cause(work), errLimit) && ctx.Err() == nil {
-		results := s.results(bs)
-		return results, &LimitError{Limit: limit, Decided: len(results), Pods: len(pods)}
+	var s *simulation
+	var bs []batch
+	err := func() error {
+		cfg, err := profile.DecodeConfig(p.Config)
+		if err != nil {
+			return err
+		}
+		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...)); err != nil {
+			return err
+		}
+		pods, err := s.queueOrder(workload.Pods, cluster)
+		if err != nil {
+			return err
+		}
+		bs = batches(pods)
+		return s.scheduleAll(work, bs)
+	}()
+	if err != nil && errors.Is(context.Cause(work), errLimit) && ctx.Err() == nil {
+		var results []PodResult
+		if s != nil {
+			results = s.results(bs)
+		}
+		return results, &LimitError{Limit: limit, Decided: len(results), Pods: len(workload.Pods)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
@@ -350,6 +356,10 @@ func (s *simulation) bind(action clienttesting.Action) (bool, k8sruntime.Object,
 	if !ok {
 		return false, nil, nil
 	}
+	if binding.Target.Name == "" {
+		// A cycle that the simulation's limit cut short found no node.
+		return true, nil, fmt.Errorf("binding pod %s/%s to no node", binding.Namespace, binding.Name)
+	}
 	gvr := corev1.SchemeGroupVersion.WithResource("pods")
 	obj, err := s.client.Tracker().Get(gvr, binding.Namespace, binding.Name)
 	if err != nil {
@@ -385,6 +395,10 @@ func (s *simulation) evicted(action clienttesting.Action) (bool, k8sruntime.Obje
 // node, so that the pods after it leave that room to it; it is tried again once they are gone.
 func (s *simulation) failed(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, nominating *fwk.NominatingInfo, start time.Time) {
 	pod := podInfo.Pod
+	if ctx.Err() != nil {
+		// The simulation stopped at its limit, and the cycle with it: no result of the scheduler.
+		return
+	}
 	if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" && s.progress.nominate(podKey(pod), nominating.NominatedNodeName) <= maxNominations {
 		s.requeue(ctx, f, podInfo, status, nominating, start)
 		s.progress.notify()

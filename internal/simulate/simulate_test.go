@@ -22,7 +22,7 @@ import (
 )
 
 // defaultProfile is the scheduler of a SchedulerProfile with an empty spec.
-func defaultProfile(t *testing.T) Profile {
+func defaultProfile(t testing.TB) Profile {
 	t.Helper()
 	cfg, err := profile.Render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, profile.Settings{Namespace: "ns"})
 	if err != nil {

@@ -245,14 +245,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		s.names = append(s.names, prof.SchedulerName)
 	}
 	s.firstName = s.names[0]
-	s.fence = &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: fenceName.Namespace, Name: fenceName.Name, UID: "simulation/fence", Labels: map[string]string{"version": "0"}},
-		Spec: corev1.PodSpec{
-			SchedulerName:   s.firstName,
-			SchedulingGates: []corev1.PodSchedulingGate{{Name: "schedops.io/simulation-fence"}},
-			Containers:      []corev1.Container{{Name: "fence", Image: "none"}},
-		},
-	}
+	s.fence = fencePod(s.firstName)
 	// The clientset without field management: NewClientset's tracker builds a REST mapper on
 	// every request, which took half the CPU of a simulation.
 	s.client = fake.NewSimpleClientset(append(objs, s.fence.DeepCopy())...)
@@ -266,9 +259,39 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		sched.Profiles[name] = inOrder{f}
 	}
 	s.sched = sched
+	if err := s.watch(); err != nil {
+		return nil, err
+	}
+	if err := sched.StartInformers(ctx); err != nil {
+		return nil, err
+	}
+	if sched.APIDispatcher != nil {
+		sched.APIDispatcher.Run(klog.FromContext(ctx))
+	}
+	return s, nil
+}
+
+// fencePod is the fence: a pending pod of schedulerName that no scheduler takes, for it has a
+// scheduling gate.
+func fencePod(schedulerName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fenceName.Namespace, Name: fenceName.Name, UID: "simulation/fence", Labels: map[string]string{"version": "0"}},
+		Spec: corev1.PodSpec{
+			SchedulerName:   schedulerName,
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "schedops.io/simulation-fence"}},
+			Containers:      []corev1.Container{{Name: "fence", Image: "none"}},
+		},
+	}
+}
+
+// watch puts the simulation between the scheduler and what tells it about pods: it records the
+// pods the scheduler takes from its queue, the updates its queue takes, the pods it fails, and
+// the updates of pods in its informer.
+func (s *simulation) watch() error {
+	sched := s.sched
 	queue, ok := sched.SchedulingQueue.(*internalqueue.PriorityQueue)
 	if !ok {
-		return nil, fmt.Errorf("the scheduler's queue is a %T, not upstream's PriorityQueue", sched.SchedulingQueue)
+		return fmt.Errorf("the scheduler's queue is a %T, not upstream's PriorityQueue", sched.SchedulingQueue)
 	}
 	s.queue = queue
 	sched.SchedulingQueue = watchedQueue{SchedulingQueue: queue, s: s}
@@ -289,18 +312,10 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	}
 	// A pod's status written by the scheduler (a nomination) reaches the informer's store, which
 	// a wait reads, before any handler hears of it.
-	if _, err := sched.Informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	_, err := sched.Informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, _ any) { s.progress.notify() },
-	}); err != nil {
-		return nil, err
-	}
-	if err := sched.StartInformers(ctx); err != nil {
-		return nil, err
-	}
-	if sched.APIDispatcher != nil {
-		sched.APIDispatcher.Run(klog.FromContext(ctx))
-	}
-	return s, nil
+	})
+	return err
 }
 
 // watchedQueue is the scheduler's queue as its event handlers see it: each update of a pending

@@ -15,9 +15,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 const zoneLabel = "topology.kubernetes.io/zone"
@@ -81,10 +85,54 @@ func tiesCase() (*Cluster, *Workload) {
 	return c, w
 }
 
-// simulateReport runs the default profile and returns its report.
+// gangCase is two gangs and a pod on four identical nodes of one CPU: the gang of three 1-CPU
+// pods binds, one pod per node; the gang of two that comes next finds one node left and is
+// unschedulable as a whole; the single pod after it takes that node.
+func gangCase() (*Cluster, *Workload) {
+	c := &Cluster{}
+	for i := range 4 {
+		c.Objects = append(c.Objects, node(fmt.Sprintf("small-%d", i), "zone-a", "1"))
+	}
+	w := &Workload{}
+	for _, g := range []struct {
+		name string
+		size int
+	}{{"training", 3}, {"eval", 2}} {
+		w.Controllers = append(w.Controllers, &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: g.name},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(g.size)}}},
+		})
+		for i := range g.size {
+			p := pod(fmt.Sprintf("%s-%d", g.name, i), "1")
+			p.Namespace = "default"
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(g.name)}
+			w.Pods = append(w.Pods, p)
+		}
+	}
+	w.Pods = append(w.Pods, pod("single", "1"))
+	return c, w
+}
+
+// gangProfile is a profile with the GenericWorkload gate, which schedules PodGroups as gangs.
+func gangProfile(t testing.TB) Profile {
+	t.Helper()
+	gates := map[string]bool{"GenericWorkload": true}
+	cfg, err := profile.Render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "gang"}, Spec: v1alpha1.SchedulerProfileSpec{Scheduler: v1alpha1.SchedulerSettings{FeatureGates: gates}}}, profile.Settings{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Profile{Name: "gang", Config: cfg.YAML, FeatureGates: gates}
+}
+
+// simulateReport runs the default profile, or the gang profile for a workload with PodGroups,
+// and returns its report.
 func simulateReport(t testing.TB, c *Cluster, w *Workload) RunReport {
 	t.Helper()
-	results, err := Run(context.Background(), defaultProfile(t), c, w, Options{})
+	p := defaultProfile(t)
+	if len(w.Controllers) > 0 {
+		p = gangProfile(t)
+	}
+	results, err := Run(context.Background(), p, c, w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +184,19 @@ func TestRepeatableUnderLoad(t *testing.T) {
 			}
 			if r.Summary.Bound != 2 || r.Summary.Unschedulable != 3 {
 				t.Fatalf("want 2 bound and the 3 batch pods unschedulable; got %d and %d", r.Summary.Bound, r.Summary.Unschedulable)
+			}
+		}},
+		{"gangs", gangCase, func(t *testing.T, r RunReport) {
+			nodes := map[string]string{}
+			for _, p := range r.Pods {
+				nodes[p.Pod] = p.Node
+				if p.Node == "" {
+					t.Logf("%s: %s", p.Pod, p.Reason)
+				}
+			}
+			used := map[string]bool{nodes["default/training-0"]: true, nodes["default/training-1"]: true, nodes["default/training-2"]: true, nodes["default/single"]: true}
+			if len(used) != 4 || used[""] || nodes["default/eval-0"] != "" || nodes["default/eval-1"] != "" {
+				t.Fatalf("want the training gang and the single pod on the four nodes, one each, and the eval gang unschedulable; got %v", nodes)
 			}
 		}},
 		{"ties between identical nodes", tiesCase, func(t *testing.T, r RunReport) {

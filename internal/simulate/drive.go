@@ -39,10 +39,25 @@ func (s *simulation) drain(ctx context.Context) error {
 			s.sched.ScheduleOne(ctx)
 			continue
 		}
-		if !s.rejectWaiting() {
+		if s.rejectWaiting() {
+			continue
+		}
+		// No pod was waiting at Permit when rejectWaiting looked, but one that waited when the
+		// scheduler was last at rest may have been allowed since, and be binding: the scheduler
+		// has nothing left to do only if it is at rest again with nothing to hand out and no
+		// pod waiting.
+		if err := s.settle(ctx); err != nil {
+			return err
+		}
+		if !s.retryNominated(ctx) && !s.ready(ctx) && !s.anyWaiting() {
 			return nil
 		}
 	}
+}
+
+// anyWaiting tells whether a pod the scheduler took waits at Permit.
+func (s *simulation) anyWaiting() bool {
+	return slices.ContainsFunc(s.progress.inCycle(), func(key string) bool { return s.waitingPod(key) != nil })
 }
 
 // settle returns once the scheduler is at rest: every pod it took is bound, refused, waiting at

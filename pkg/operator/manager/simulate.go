@@ -130,7 +130,7 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 	if o.compare != "" {
 		files = append(files, o.compare)
 	}
-	report := &simulate.Report{}
+	var inputs []simulate.Input
 	for _, file := range files {
 		p, names, err := loadSimulationProfile(file, o.namespace)
 		if err != nil {
@@ -140,16 +140,9 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		results, err := simulate.Run(ctx, p, cluster, workload)
-		if err != nil {
-			return nil, err
-		}
-		report.Runs = append(report.Runs, simulate.NewRunReport(p.Name, cluster, workload, results, o.columns, o.zoneLabel))
+		inputs = append(inputs, simulate.Input{Profile: p, Workload: workload})
 	}
-	if len(report.Runs) > 1 {
-		report.Moved = simulate.Compare(report.Runs[0], report.Runs[1])
-	}
-	return report, nil
+	return simulate.Simulate(ctx, cluster, inputs, o.columns, o.zoneLabel)
 }
 
 // workload is the workload file's pods, or the cluster's pending pods for schedulerNames.

@@ -265,19 +265,21 @@ func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutco
 		incomplete = fmt.Sprintf("%s of %s (--preview-timeout); nothing was decided", outOfTime, pv.opts.Timeout)
 		err = nil
 	}
-	o := newPreviewOutcome(req.key, res, err, incomplete, pv.opts.MaxPods)
-	o.status.StartTime = metav1.NewTime(start)
-	o.status.DurationMilliseconds = time.Since(start).Milliseconds()
+	o := newPreviewOutcome(req.key, res, err, incomplete, pv.opts.MaxPods, start, time.Since(start))
 	log.FromContext(ctx).V(1).Info("Previewed a change", "SchedulerProfile", req.name, "from", req.key.from, "to", req.key.to, "pods", o.status.Pods, "added", o.added)
 	return o, true
 }
 
-// newPreviewOutcome turns a preview's result, or its error or the bound that cut it short, into
-// its outcome.
-func newPreviewOutcome(key previewKey, res *simulate.PreviewResult, err error, incomplete string, maxPods int) *previewOutcome {
+// newPreviewOutcome turns a preview that started at start and took took, with its result, or
+// its error or the bound that cut it short, into its outcome.
+func newPreviewOutcome(key previewKey, res *simulate.PreviewResult, err error, incomplete string, maxPods int, start time.Time, took time.Duration) *previewOutcome {
 	o := &previewOutcome{status: schedulingv1alpha1.PreviewStatus{
 		From: schedulingv1alpha1.PreviewRun{ConfigHash: key.from},
 		To:   schedulingv1alpha1.PreviewRun{ConfigHash: key.to},
+		// In seconds, as the apiserver keeps it: a finer time would differ from the written
+		// status on every pass, and have it written again.
+		StartTime:            metav1.NewTime(start.Truncate(time.Second)),
+		DurationMilliseconds: took.Milliseconds(),
 	}}
 	switch {
 	case incomplete != "":

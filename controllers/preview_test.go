@@ -2,12 +2,15 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -25,12 +28,15 @@ func TestNewPreviewOutcome(t *testing.T) {
 			{Pod: "ns/a", Reason: "r"}, {Pod: "ns/b", Reason: "r"}, {Pod: "ns/c", Reason: "r"}, {Pod: "ns/d", Reason: "r"},
 		},
 	}
-	o := newPreviewOutcome(key, res, nil, "", 4)
+	start := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.Local)
+	o := newPreviewOutcome(key, res, nil, "", 4, start, 1500*time.Millisecond)
 	want := schedulingv1alpha1.PreviewStatus{
-		From:  schedulingv1alpha1.PreviewRun{ConfigHash: "aaa", Unschedulable: 1, NodesUsed: 2},
-		To:    schedulingv1alpha1.PreviewRun{ConfigHash: "bbb", Unschedulable: 3, NodesUsed: 1},
-		Pods:  4,
-		Moved: 3,
+		StartTime:            metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)),
+		DurationMilliseconds: 1500,
+		From:                 schedulingv1alpha1.PreviewRun{ConfigHash: "aaa", Unschedulable: 1, NodesUsed: 2},
+		To:                   schedulingv1alpha1.PreviewRun{ConfigHash: "bbb", Unschedulable: 3, NodesUsed: 1},
+		Pods:                 4,
+		Moved:                3,
 		NewlyUnschedulable: []schedulingv1alpha1.PreviewPod{
 			{Pod: "ns/a", Reason: "r"}, {Pod: "ns/b", Reason: "r"}, {Pod: "ns/c", Reason: "r"},
 		},
@@ -39,7 +45,20 @@ func TestNewPreviewOutcome(t *testing.T) {
 	if diff := cmp.Diff(want, o.status); diff != "" || !o.decided || o.added != 2 {
 		t.Errorf("decided %t, added %d, want true, 2; status (-want +got):\n%s", o.decided, o.added, diff)
 	}
-	if o := newPreviewOutcome(key, nil, errors.New("listing Nodes: forbidden"), "", 4); o.decided || o.status.Failure != "listing Nodes: forbidden" {
+	// The status reads back from the apiserver as it was written: a pass that finds it there
+	// writes nothing.
+	data, err := json.Marshal(o.status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read schedulingv1alpha1.PreviewStatus
+	if err := json.Unmarshal(data, &read); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(o.status, read) {
+		t.Errorf("status.preview changes in a round trip through JSON: %+v, read back %+v", o.status, read)
+	}
+	if o := newPreviewOutcome(key, nil, errors.New("listing Nodes: forbidden"), "", 4, start, time.Second); o.decided || o.status.Failure != "listing Nodes: forbidden" {
 		t.Errorf("a failed preview: decided %t, failure %q", o.decided, o.status.Failure)
 	}
 }

@@ -121,6 +121,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	if opts.UpgradeMaxInFlight < 1 {
 		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
 	}
+	if opts.Preview.MaxPods < 1 || opts.Preview.Timeout <= 0 {
+		return opts, nil, fmt.Errorf("--preview-max-pods and --preview-timeout must be positive, not %d and %s (spec.rollout.preview.mode: Off turns a profile's previews off)", opts.Preview.MaxPods, opts.Preview.Timeout)
+	}
 	if err := opts.SchedulerPodCaps.Validate(); err != nil {
 		return opts, nil, err
 	}

@@ -91,7 +91,18 @@ type previewOutcome struct {
 	status  schedulingv1alpha1.PreviewStatus
 	added   int
 	decided bool
+	// retryAt is when a failed preview is run again; zero for one that did not fail.
+	retryAt time.Time
 }
+
+// retryDue tells whether a failed preview should run again at now.
+func (o *previewOutcome) retryDue(now time.Time) bool {
+	return !o.retryAt.IsZero() && !now.Before(o.retryAt)
+}
+
+// previewRetry is how long after a failed preview (the apiserver unreachable, a list refused)
+// the same change is previewed again.
+const previewRetry = time.Minute
 
 // previewer runs the previews of changes, one at a time, outside the reconcilers' passes, and
 // keeps the latest outcome of each profile. A profile's newer change cancels its older
@@ -108,6 +119,8 @@ type previewer struct {
 	queue   []previewRequest
 	running *previewRequest
 	cancel  context.CancelCauseFunc
+	// now is the clock of retries.
+	now func() time.Time
 }
 
 // errSuperseded cancels a preview for a newer change of the same profile.
@@ -118,6 +131,7 @@ func newPreviewer(c kubernetes.Interface, opts PreviewOptions) *previewer {
 		client: c, opts: opts.withDefaults(),
 		events: make(chan event.GenericEvent, 16), wake: make(chan struct{}, 1),
 		latest: map[string]*previewOutcome{}, keys: map[string]previewKey{},
+		now: time.Now,
 	}
 }
 
@@ -174,7 +188,7 @@ func (pv *previewer) forget(name string) {
 func (pv *previewer) request(req previewRequest) {
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
-	if pv.keys[req.name] == req.key && pv.latest[req.name] != nil {
+	if o := pv.latest[req.name]; pv.keys[req.name] == req.key && o != nil && !o.retryDue(pv.now()) {
 		return
 	}
 	if pv.running != nil && pv.running.name == req.name {
@@ -212,7 +226,7 @@ func (pv *previewer) Start(ctx context.Context) error {
 		pv.finish(req, o, keep)
 		if keep {
 			select {
-			case pv.events <- event.GenericEvent{Object: &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: req.name}}}:
+			case pv.events <- profileEvent(req.name):
 			case <-ctx.Done():
 				return nil
 			}
@@ -240,9 +254,25 @@ func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
 	defer pv.mu.Unlock()
 	pv.cancel(nil)
 	pv.running, pv.cancel = nil, nil
-	if keep {
-		pv.latest[req.name], pv.keys[req.name] = o, req.key
+	if !keep {
+		return
 	}
+	pv.latest[req.name], pv.keys[req.name] = o, req.key
+	if o.status.Failure != "" {
+		// The profile's pass after the retry delay asks for the preview again.
+		o.retryAt = pv.now().Add(previewRetry)
+		time.AfterFunc(previewRetry, func() {
+			select {
+			case pv.events <- profileEvent(req.name):
+			default:
+			}
+		})
+	}
+}
+
+// profileEvent enqueues the profile name.
+func profileEvent(name string) event.GenericEvent {
+	return event.GenericEvent{Object: &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
 // run reads the cluster and previews the change within the time budget. keep is false when a
@@ -383,7 +413,7 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 		req.input.From = &simulate.Profile{Name: req.key.from, Config: []byte(running.Data[configFileKey]), FeatureGates: runningGates(d)}
 	}
 	o := r.previews.outcome(req.key, p.Name)
-	if o == nil {
+	if o == nil || o.retryDue(r.previews.now()) {
 		r.previews.request(req)
 	}
 	return decidePreview(s, o), nil

@@ -152,3 +152,39 @@ func TestPreviewerSupersedes(t *testing.T) {
 		t.Errorf("third preview %+v, want a's change 3 (b's finished is not run again)", third)
 	}
 }
+
+// TestPreviewerRetriesAFailure: a failed preview is kept, and Guard refuses on it, until the
+// retry delay has passed; then the same change is previewed again. A preview that succeeded
+// is not.
+func TestPreviewerRetriesAFailure(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pv := newPreviewer(nil, PreviewOptions{})
+	pv.now = func() time.Time { return now }
+	req := previewRequest{name: "a", key: previewKey{uid: "u", to: "1"}}
+	pv.request(req)
+	got, _, _ := pv.next(context.Background())
+	pv.finish(got, &previewOutcome{status: schedulingv1alpha1.PreviewStatus{Failure: "listing Nodes: connection refused"}}, true)
+	o := pv.outcome(req.key, "a")
+	if o == nil || o.retryDue(now) {
+		t.Fatalf("outcome %+v: want the failure kept, not yet due for a retry", o)
+	}
+	if g := decidePreview(schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard}, o); g.reason != schedulingv1alpha1.ReasonPreviewRefused || !strings.Contains(g.message, "connection refused") {
+		t.Errorf("Guard on a failed preview: %+v", g)
+	}
+	pv.request(req)
+	if _, _, ok := pv.next(context.Background()); ok {
+		t.Fatal("the failed preview ran again before its retry delay")
+	}
+	now = now.Add(previewRetry)
+	pv.request(req)
+	again, _, ok := pv.next(context.Background())
+	if !ok || again.key != req.key {
+		t.Fatalf("after the retry delay the preview did not run again: %+v, %t", again, ok)
+	}
+	pv.finish(again, &previewOutcome{decided: true}, true)
+	now = now.Add(10 * previewRetry)
+	pv.request(req)
+	if _, _, ok := pv.next(context.Background()); ok {
+		t.Error("a preview that succeeded ran again")
+	}
+}

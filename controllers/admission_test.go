@@ -15,8 +15,8 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
-	"github.com/schedops/scheduler-profile-operator/webhooks"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
+	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
 const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
@@ -133,7 +133,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 			},
 			profile:      testutil.MakeProfile("member").SchedulerRef("shared").Obj(),
 			wantWarnings: []string{`spec.schedulerRef.name: Scheduler "shared" is refused for its own settings, so the profile is not served until it is fixed: spec.featureGates.NoSuchGate: Invalid value: true: unrecognized feature gate`}},
-		{name: "warnings of risky settings",
+		{name: "warnings of risky settings: advice, never a refusal",
 			profile: func() *schedulingv1alpha1.SchedulerProfile {
 				p := testutil.MakeProfile("risky").Obj()
 				p.Spec.PercentageOfNodesToScore = ptr.To[int32](5)
@@ -144,8 +144,9 @@ func TestProfileValidatorCreate(t *testing.T) {
 				return p
 			}(),
 			wantWarnings: []string{
-				`spec.extenders[0]: a filter extender that is not ignorable stops all scheduling`,
-				`spec.percentageOfNodesToScore: 5% scores few of the feasible nodes`,
+				`SPA206: spec.percentageOfNodesToScore 5: above 100 nodes, only 5% of the feasible nodes are scored`,
+				`SPA402: the scheduler's extenders (spec.extenders, 2) switch off opportunistic batching`,
+				`SPA502: spec.extenders[0] (filterVerb filter) is not ignorable`,
 			}},
 	}
 	for _, tc := range tests {

@@ -13,6 +13,7 @@ const (
 	eventReasonRolloutStarted = "RolloutStarted"
 	actionValidate            = "Validate"
 	actionRollout             = "Rollout"
+	actionAdvise              = "Advise"
 )
 
 // recordEvents emits events for the transitions between two statuses, after the status that
@@ -38,6 +39,10 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 	if rolloutStarted(before, after) {
 		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)
+	}
+	// Advice is announced when it is found or its codes change; advice that clears is no news.
+	if c, changed := transition(before, after, schedulingv1alpha1.ConditionAdvisory); changed && c.Status == metav1.ConditionTrue {
+		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, c.Reason, actionAdvise, "%s", c.Message)
 	}
 	// Availability is announced when it is gained, and when it is lost; a scheduler that is still
 	// starting is no news.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -40,6 +41,10 @@ func TestRecordEvents(t *testing.T) {
 		{name: "steady state", obs: observation{config: cfg, applied: true, deployment: deployment(1)}},
 		{name: "availability lost", obs: observation{config: cfg, applied: true, deployment: deployment(0)},
 			want: []string{"Warning NoReplicasAvailable 0 of 1 scheduler replicas are available"}},
+		{name: "advice found", obs: observation{config: cfg, applied: true, deployment: deployment(0), adviceChecked: true, advice: []advice.Advice{{Code: "SPA104", Message: "m"}}},
+			want: []string{"Normal AdviceFound the profile will probably not do what was meant (SPA104): status.advice lists the findings, docs/reference/advice.md the fixes"}},
+		{name: "the same advice again", obs: observation{config: cfg, applied: true, deployment: deployment(0), adviceChecked: true, advice: []advice.Advice{{Code: "SPA104", Message: "m"}}}},
+		{name: "advice cleared", obs: observation{config: cfg, applied: true, deployment: deployment(0), adviceChecked: true}},
 	}
 	p := testutil.MakeProfile("p").Obj()
 	for _, pass := range passes {

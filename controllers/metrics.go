@@ -32,6 +32,10 @@ var (
 		Name: "schedops_scheduler_builds_total",
 		Help: "Schedulers the operator built (scheduler.New on a fake clientset) to validate a configuration: of a dedicated profile, of a Scheduler's member alone, or of a Scheduler's combined configuration. A result the operator remembers from an earlier pass is not built again, and not counted.",
 	}, []string{"config"})
+	profileAdviceCount = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "schedops_schedulerprofile_advice",
+		Help: "Findings of the profile doctor in a SchedulerProfile's status.advice, by code (docs/reference/advice.md).",
+	}, []string{"profile", "code"})
 	podAssignments = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_pod_assignments_total",
 		Help: "Pods the assignment webhook decided about, by the scheduler name their namespace asks for and the result: assigned, fallback, skipped or dry-run.",
@@ -43,7 +47,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, podAssignments)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, podAssignments, profileAdviceCount)
 }
 
 // recordPodAssignment counts a decision of the pod assignment webhook.
@@ -62,7 +66,7 @@ const (
 func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	for _, typ := range []string{
 		schedulingv1alpha1.ConditionConfigValid, schedulingv1alpha1.ConditionAvailable,
-		schedulingv1alpha1.ConditionProgressing, schedulingv1alpha1.ConditionDegraded,
+		schedulingv1alpha1.ConditionProgressing, schedulingv1alpha1.ConditionDegraded, schedulingv1alpha1.ConditionAdvisory,
 	} {
 		c := meta.FindStatusCondition(p.Status.Conditions, typ)
 		for _, status := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
@@ -82,6 +86,7 @@ func recordMetrics(before, p *schedulingv1alpha1.SchedulerProfile, obs *observat
 	if rolledBack(before, p) && p.Spec.SchedulerRef.Name == "" {
 		rollbacks.WithLabelValues("SchedulerProfile", p.Name).Inc()
 	}
+	recordAdviceMetrics(p)
 }
 
 // forgetMetrics removes the series of a deleted profile.
@@ -90,4 +95,5 @@ func forgetMetrics(name string) {
 	configValidationsFailed.DeletePartialMatch(prometheus.Labels{"profile": name})
 	rollbacks.DeletePartialMatch(prometheus.Labels{"kind": "SchedulerProfile", "name": name})
 	rolloutsStarted.DeletePartialMatch(prometheus.Labels{"profile": name})
+	profileAdviceCount.DeletePartialMatch(prometheus.Labels{"profile": name})
 }

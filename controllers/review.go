@@ -32,7 +32,7 @@ var _ webhooks.Planner = &Reviewer{}
 // ProfileErrors refuses what the reconciler would refuse of p, stored beside the other profiles
 // of all (p's stored version replaced by p): a name another profile keeps, the checks of a
 // profile with a scheduler of its own or of a member in its Scheduler's plan, and what it takes
-// from the cluster.
+// from the cluster. The warnings of a profile it admits end with the advice on its configuration.
 func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) (field.ErrorList, []string, error) {
 	// A dedicated profile's checks read who serves its own name; a member's plan, every name.
 	var served servedNames
@@ -51,7 +51,12 @@ func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.Sche
 	if errs := v.checkDedicatedProfile(p, all, served); len(errs) > 0 {
 		return errs, nil, nil
 	}
-	return v.clusterErrors(ctx, dedicatedProcess(p, profile.SchedulerName(p)))
+	proc := dedicatedProcess(p, profile.SchedulerName(p))
+	errs, warnings, err := v.clusterErrors(ctx, proc)
+	if err != nil || len(errs) > 0 {
+		return errs, warnings, err
+	}
+	return nil, append(warnings, v.adviceWarnings(ctx, p, proc)...), nil
 }
 
 // checkDedicatedProfile runs the reconciler's checks of a profile with a scheduler of its own.
@@ -108,7 +113,7 @@ func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1
 	// about as long as the apiserver waits for the webhook once N is in the hundreds, and what
 	// only the combination can break (names, queue sort, size) was checked above. The Scheduler's
 	// reconciler builds it once per change and refuses it in the Scheduler's status.
-	return nil, warnings, nil
+	return nil, append(warnings, v.adviceWarnings(ctx, p, proc)...), nil
 }
 
 // nameConflict is the error of a profile whose scheduler name another profile keeps (it serves

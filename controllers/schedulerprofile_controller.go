@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -82,7 +83,7 @@ func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}, builder.WithPredicates(notMemberStatusWrite)), LabelProfile).
+	b := ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}, builder.WithPredicates(notMemberStatusWrite)), LabelProfile).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
 		// status-only updates cannot.
@@ -103,8 +104,9 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The status counts the Namespaces assigned to the profile's scheduler name.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A finished preview decides a guarded change and goes into the status.
-		WatchesRawSource(r.previews.source()).
-		Complete(r)
+		WatchesRawSource(r.previews.source())
+	// The advice of every profile follows the nodes' labels and the PriorityClasses.
+	return r.watchCluster(b).Complete(r)
 }
 
 // otherProfiles enqueues, for a profile's create, delete or spec change, the other profiles that
@@ -261,6 +263,11 @@ type observation struct {
 	rollout rolloutState
 	// failure is the error that ended the pass early, if any.
 	failure string
+	// advice is what the profile doctor found in the valid configuration of the latest spec,
+	// when adviceChecked; adviceFailed says why it could not be worked out.
+	advice        []advice.Advice
+	adviceChecked bool
+	adviceFailed  string
 	// assigned are the Namespaces assigned to the scheduler name.
 	assigned schedulingv1alpha1.AssignedNamespaces
 	// preview holds a change back for its preview (spec.rollout.preview), and previewed is the
@@ -309,6 +316,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		obs.invalid = invalid
 		return obs, nil
 	}
+	r.observeAdvice(ctx, p, proc, obs)
 	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
@@ -402,7 +410,11 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		return nil
 	}
 	obs.conflictWith, obs.conflictServed, obs.invalid, obs.queueSortConflict, obs.limit = m.conflictWith, m.conflictServed, m.invalid, m.queueSortConflict, m.limit
-	if m.refused() || pl.config == nil {
+	if m.refused() {
+		return nil
+	}
+	r.observeAdvice(ctx, p, proc, obs)
+	if pl.config == nil {
 		return nil
 	}
 	// The Scheduler's reconciler holds the rollout back for a missing API or a version skew: say

@@ -39,6 +39,7 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	setAvailableCondition(p, obs)
 	setProgressingCondition(p, obs)
 	setDegradedCondition(p, obs)
+	setAdvisoryCondition(p, obs)
 	setPreviewStatus(p, obs)
 }
 

@@ -155,8 +155,8 @@ func TestSetStatusKeepsTransitionTime(t *testing.T) {
 			t.Errorf("%s lastTransitionTime changed without a transition", c.Type)
 		}
 	}
-	if len(first.Status.Conditions) != 4 {
-		t.Errorf("want 4 conditions, got %d", len(first.Status.Conditions))
+	if len(first.Status.Conditions) != 5 {
+		t.Errorf("want 5 conditions (Advisory NotChecked for an invalid spec), got %d", len(first.Status.Conditions))
 	}
 }
 

@@ -32,16 +32,12 @@ import (
 // (controllers.Reviewer): what the reconcilers would refuse of an object, before it is stored,
 // with its fields, and the warnings of what they would only report.
 type Planner interface {
-	// ProfileErrors reviews p as it would be stored beside stored, the other profiles.
+	// ProfileErrors reviews p as it would be stored beside stored, the other profiles; the
+	// warnings include the advice on a valid configuration (docs/reference/advice.md).
 	ProfileErrors(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, stored []schedulingv1alpha1.SchedulerProfile) (field.ErrorList, []string, error)
 	// SchedulerErrors reviews s with the profiles that name it.
 	SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Scheduler) (field.ErrorList, []string, error)
 }
-
-// lowPercentageOfNodesToScore is the percentageOfNodesToScore below which a profile gets a
-// warning: upstream's adaptive default never goes below 5%, and only in clusters of thousands of
-// nodes.
-const lowPercentageOfNodesToScore = 10
 
 // cacheCatchUp is how long a review waits for the cache to hold the profiles the apiserver
 // lists before it lists them from the apiserver instead.
@@ -200,23 +196,30 @@ func atLeast(rv, want string) bool {
 	return errA == nil && errB == nil && a >= b
 }
 
-// profileWarnings are the valid but risky settings of a profile.
+// profileWarnings are the risky settings of a profile that are not advice: the advice on a valid
+// configuration (a filter extender that is not ignorable, a low percentageOfNodesToScore, ...)
+// comes with the planner's warnings (Planner.ProfileErrors).
 func profileWarnings(p *schedulingv1alpha1.SchedulerProfile) admission.Warnings {
-	warnings := extenderWarnings(p.Spec.Extenders)
-	if pct := p.Spec.PercentageOfNodesToScore; pct != nil && *pct > 0 && *pct < lowPercentageOfNodesToScore {
-		warnings = append(warnings, fmt.Sprintf("spec.percentageOfNodesToScore: %d%% scores few of the feasible nodes in a large cluster, so pods can land on poorly scored nodes; 0 (the default) lets the scheduler adapt it to the cluster's size", *pct))
-	}
-	return warnings
+	return insecureExtenderWarnings(p.Spec.Extenders)
 }
 
-// extenderWarnings warn of filter extenders that are not ignorable: while one is unreachable,
-// the scheduler schedules no pod at all.
+// extenderWarnings warn of a Scheduler's filter extenders that are not ignorable: while one is
+// unreachable, the scheduler schedules no pod at all (advice SPA502 on each member says so too);
+// and of extenders whose certificate is not verified.
 func extenderWarnings(extenders []schedulingv1alpha1.Extender) admission.Warnings {
 	var warnings admission.Warnings
 	for i, e := range extenders {
 		if e.FilterVerb != nil && *e.FilterVerb != "" && (e.Ignorable == nil || !*e.Ignorable) {
 			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d]: a filter extender that is not ignorable stops all scheduling of this scheduler while it is unreachable; set ignorable: true unless every pod must pass it", i))
 		}
+	}
+	return append(warnings, insecureExtenderWarnings(extenders)...)
+}
+
+// insecureExtenderWarnings warn of extenders whose certificate is not verified.
+func insecureExtenderWarnings(extenders []schedulingv1alpha1.Extender) admission.Warnings {
+	var warnings admission.Warnings
+	for i, e := range extenders {
 		if e.TLSConfig != nil && e.TLSConfig.Insecure != nil && *e.TLSConfig.Insecure {
 			warnings = append(warnings, fmt.Sprintf("spec.extenders[%d].tlsConfig.insecure: the extender's certificate is not verified, so whoever answers at its URL sees the pods and decides where they go; give a CA (caData, or ca.crt in the Secret) instead", i))
 		}

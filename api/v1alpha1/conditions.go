@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Condition types of a SchedulerProfile; a Scheduler has all but ConfigValid.
+// Condition types of a SchedulerProfile; a Scheduler has all but ConfigValid and Advisory.
 const (
 	// ConditionConfigValid is True when the rendered configuration passed the scheduler's own checks.
 	ConditionConfigValid = "ConfigValid"
@@ -11,6 +11,9 @@ const (
 	// ConditionDegraded is True when something needs a human: an invalid new configuration while an
 	// old one runs, or a rollout past its progress deadline.
 	ConditionDegraded = "Degraded"
+	// ConditionAdvisory is True when the profile doctor found settings of a valid configuration
+	// that will probably not do what was meant (status.advice lists them); a SchedulerProfile only.
+	ConditionAdvisory = "Advisory"
 )
 
 // Reasons of the ConfigValid condition.
@@ -96,6 +99,19 @@ const (
 	// not rolled out and the running scheduler keeps running. The message names a few of the
 	// pods with the scheduler's reason; changing the spec, or the mode, decides again.
 	ReasonPreviewRefused = "PreviewRefused"
+)
+
+// Reasons of the Advisory condition.
+const (
+	// ReasonAdviceFound means at least one check of the profile doctor fired; the message lists
+	// the codes, and status.advice the findings.
+	ReasonAdviceFound = "AdviceFound"
+	// ReasonNoAdvice means no check fired, but those the annotation
+	// scheduling.schedops.io/advice-ignore silences.
+	ReasonNoAdvice = "NoAdvice"
+	// ReasonAdviceNotChecked means the latest spec has no valid configuration to check (see
+	// ConfigValid), so it has no advice.
+	ReasonAdviceNotChecked = "NotChecked"
 )
 
 // Reasons of the Degraded condition.

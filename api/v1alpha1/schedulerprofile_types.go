@@ -470,7 +470,7 @@ type SchedulerSettings struct {
 
 // SchedulerProfileStatus is what the operator observed when it last reconciled the profile.
 type SchedulerProfileStatus struct {
-	// conditions are ConfigValid, Available, Progressing and Degraded.
+	// conditions are ConfigValid, Available, Progressing, Degraded and Advisory.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -488,6 +488,15 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// advice lists what the profile doctor found in the valid configuration of the latest spec:
+	// settings that will probably not do what was meant (docs/reference/advice.md). The codes
+	// of the annotation scheduling.schedops.io/advice-ignore are left out. Advice never stops a
+	// rollout.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Advice []AdviceEntry `json:"advice,omitempty"`
+
 	// assignedNamespaces are the Namespaces whose new pods are assigned to schedulerName by
 	// their scheduling.schedops.io/scheduler-name label, dry-run ones included; absent when none.
 	// +optional
@@ -500,6 +509,21 @@ type SchedulerProfileStatus struct {
 	// ProcessStatus names the objects and rollouts of the scheduler process that serves the
 	// profile: its own, or its Scheduler's.
 	ProcessStatus `json:",inline"`
+}
+
+// AdviceEntry is one finding of the profile doctor.
+type AdviceEntry struct {
+	// code is the stable code of the check, such as SPA101.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=16
+	Code string `json:"code,omitempty"`
+
+	// message names the fields and says what will happen, in one line.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // AssignedNamespaces counts the Namespaces assigned to a scheduler name and names the first ones.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/schedops/scheduler-profile-operator/pkg/operator"
@@ -28,7 +29,11 @@ type AvoidNodeLabels struct {
 	labels []string
 }
 
-var _ fwk.FilterPlugin = &AvoidNodeLabels{}
+var (
+	_ fwk.FilterPlugin      = &AvoidNodeLabels{}
+	_ fwk.SignPlugin        = &AvoidNodeLabels{}
+	_ fwk.EnqueueExtensions = &AvoidNodeLabels{}
+)
 
 // Plugin is the plugin for both binaries, cmd/manager and cmd/kube-scheduler.
 func Plugin() operator.Plugin {
@@ -77,13 +82,49 @@ func (pl *AvoidNodeLabels) Name() string {
 	return Name
 }
 
-// Filter refuses a node that carries one of the plugin's label keys.
-func (pl *AvoidNodeLabels) Filter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	node := nodeInfo.Node()
+// SignPod returns no fragment: the plugin's decision depends on the node only, so all pods sign
+// alike. A Filter that is no SignPlugin switches off the scheduler's opportunistic batching for
+// the whole profile (advice SPA401).
+func (pl *AvoidNodeLabels) SignPod(_ context.Context, _ *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	return nil, nil
+}
+
+// EventsToRegister retries a pod that the plugin rejected when a node is added or relabeled, the
+// only events that can make a node acceptable; without it the plugin would get every event
+// (advice SPA403).
+func (pl *AvoidNodeLabels) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeLabel}, QueueingHintFn: pl.isSchedulableAfterNodeChange},
+	}, nil
+}
+
+// isSchedulableAfterNodeChange queues the pod only for a node that carries none of the label
+// keys.
+func (pl *AvoidNodeLabels) isSchedulableAfterNodeChange(_ klog.Logger, _ *v1.Pod, _, newObj interface{}) (fwk.QueueingHint, error) {
+	node, ok := newObj.(*v1.Node)
+	if !ok {
+		return fwk.Queue, fmt.Errorf("expected a *v1.Node, got %T", newObj)
+	}
+	if pl.avoided(node) != "" {
+		return fwk.QueueSkip, nil
+	}
+	return fwk.Queue, nil
+}
+
+// avoided is the first of the plugin's label keys that the node carries, "" for none.
+func (pl *AvoidNodeLabels) avoided(node *v1.Node) string {
 	for _, key := range pl.labels {
 		if _, ok := node.Labels[key]; ok {
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) carry the label %s", key))
+			return key
 		}
+	}
+	return ""
+}
+
+// Filter refuses a node that carries one of the plugin's label keys.
+func (pl *AvoidNodeLabels) Filter(_ context.Context, _ fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if key := pl.avoided(nodeInfo.Node()); key != "" {
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) carry the label %s", key))
 	}
 	return nil
 }

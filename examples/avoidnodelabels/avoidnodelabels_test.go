@@ -71,3 +71,32 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestQueueingHint: a node added or relabeled brings back a pod the plugin rejected only when the
+// node carries none of the avoided labels.
+func TestQueueingHint(t *testing.T) {
+	logger, ctx := ktesting.NewTestContext(t)
+	pl, err := New(ctx, &config.AvoidNodeLabelsArgs{Labels: []string{"gpu"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := pl.(fwk.EnqueueExtensions).EventsToRegister(ctx)
+	if err != nil || len(events) != 1 || events[0].QueueingHintFn == nil {
+		t.Fatalf("EventsToRegister: %v, %v; want one node event with a QueueingHint", events, err)
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   fwk.QueueingHint
+	}{
+		{labels: map[string]string{"zone": "a"}, want: fwk.Queue},
+		{labels: map[string]string{"gpu": "true"}, want: fwk.QueueSkip},
+	} {
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: tc.labels}}
+		if got, err := events[0].QueueingHintFn(logger, &v1.Pod{}, nil, node); err != nil || got != tc.want {
+			t.Errorf("hint for a node with %v: %v, %v; want %v", tc.labels, got, err, tc.want)
+		}
+	}
+	if _, ok := pl.(fwk.SignPlugin); !ok {
+		t.Error("the plugin does not sign pods, which switches off opportunistic batching")
+	}
+}

@@ -145,10 +145,15 @@ spec:
 	}
 }
 
+// TestRenderExampleProfile: the example profile renders, and draws no advice: the plugin signs
+// pods and has QueueingHints, as a plugin should.
 func TestRenderExampleProfile(t *testing.T) {
 	code, stdout, stderr := command(t, "", exampleManager, "render", "-f", "testdata/avoid.yaml")
 	if code != 0 {
 		t.Fatalf("exit code %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("want no advice on the example profile, got:\n%s", stderr)
 	}
 }
 

@@ -15,6 +15,10 @@
 //   - shared: the operator and its webhook with one Scheduler of 50 and of 150 members created at
 //     once (in a child process per size and round): until all are served, one member's change,
 //     dry-run reviews of a member;
+//   - assign: the pod assignment webhook (in a child process per round, the operator in a process
+//     of its own): its latency per pod at a steady pace of pod creates in a labelled namespace,
+//     and the rate of pod creates in a labelled namespace against an unlabelled one, each beside
+//     a webhook configured alike that decides nothing;
 //   - memory: the resident memory of kube-scheduler serving 1 profile, N profiles in one process
 //     and N profiles in N processes.
 //
@@ -70,7 +74,13 @@ type options struct {
 	childOut      string
 	webhooks      string
 	reviews       int
-	cpuProfile    string
+	// assignChild, in a child process, runs one round of the assign benchmark; assignOperator, in
+	// that round's operator process, names the file that says where it serves; the others size it.
+	assignChild                                          bool
+	assignOperator                                       string
+	assignPods, assignClients, assignBatch, assignBlocks int
+	assignRate                                           float64
+	cpuProfile                                           string
 	// operatorCPUProfile is where operator writes a CPU profile of the settling of its profiles.
 	operatorCPUProfile string
 }
@@ -88,12 +98,13 @@ var benchmarks = []benchmark{
 	{"cycle", benchCycle},
 	{"operator", benchOperator},
 	{"shared", benchShared},
+	{"assign", benchAssign},
 	{"memory", benchMemory},
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.run, "run", "validate,throughput,simulate,cycle,operator,shared,memory", "the benchmarks to run, comma-separated")
+	flag.StringVar(&o.run, "run", "validate,throughput,simulate,cycle,operator,shared,assign,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/kube-scheduler", "the kube-scheduler binary with the operator's plugins")
 	flag.StringVar(&o.upstream, "upstream-scheduler", "bin/kube-scheduler-upstream", "upstream kube-scheduler, built from the same k8s.io/kubernetes module")
@@ -119,10 +130,17 @@ func main() {
 	flag.StringVar(&o.operatorChild, "operator-child", "", "internal: run the operator benchmark in this process and write its result to this file")
 	flag.StringVar(&o.sharedMembers, "shared-members", "50,150", "members of the Scheduler that shared creates at once, one size per child process and round, comma-separated")
 	flag.IntVar(&o.reviews, "shared-reviews", 200, "dry-run updates of a member that shared times per size and round")
-	flag.StringVar(&o.webhooks, "webhooks", "config/webhook/manifests.yaml", "the operator's webhook configurations, which shared installs")
+	flag.StringVar(&o.webhooks, "webhooks", "config/webhook/manifests.yaml", "the operator's webhook configurations (validating and mutating), which shared and assign install")
 	flag.IntVar(&o.sharedChild, "shared-child-members", 0, "internal: run the shared benchmark for this many members in this process")
 	flag.StringVar(&o.cpuProfile, "shared-cpuprofile", "", "shared: write CPU profiles of a member's change and of the reviews to <this>-change.pprof and <this>-review.pprof")
 	flag.StringVar(&o.operatorCPUProfile, "operator-cpuprofile", "", "operator: write a CPU profile of the settling of the profiles to <this>-settle.pprof")
+	flag.BoolVar(&o.assignChild, "assign-child", false, "internal: run one round of the assign benchmark in this process")
+	flag.StringVar(&o.assignOperator, "assign-operator", "", "internal: run the operator of the assign benchmark in this process, as the JSON file this names says")
+	flag.IntVar(&o.assignPods, "assign-pods", 2000, "assign: pods created at --assign-rate in the labelled namespace, whose reviews are timed")
+	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the webhook is timed")
+	flag.IntVar(&o.assignClients, "assign-clients", 16, "assign: clients creating pods at once when the rate of creates is measured")
+	flag.IntVar(&o.assignBatch, "assign-batch", 500, "assign: pods per block when the rate of creates is measured")
+	flag.IntVar(&o.assignBlocks, "assign-blocks", 6, "assign: blocks per namespace and round; the namespaces take turns in the order of a balanced Latin square")
 	flag.StringVar(&o.childOut, "child-out", "", "internal: where a child process writes its result")
 	flag.Parse()
 	// profile.Validate builds the scheduler framework, which logs every plugin it configures, and
@@ -138,6 +156,10 @@ func main() {
 		err = operatorChild(ctx, o)
 	case o.sharedChild > 0:
 		err = sharedChild(ctx, o)
+	case o.assignOperator != "":
+		err = assignOperator(ctx, o)
+	case o.assignChild:
+		err = assignChild(ctx, o)
 	default:
 		err = run(ctx, o)
 	}

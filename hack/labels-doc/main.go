@@ -2,7 +2,7 @@
 // writes, from the constants and doc comments of the files it is given, so that the page lists
 // exactly the keys the code uses. `make generate` runs it:
 //
-//	go run ./hack/labels-doc api/v1alpha1/assignment.go controllers/names.go > docs/reference/labels.md
+//	go run ./hack/labels-doc api/v1alpha1/assignment.go api/v1alpha1/annotations.go controllers/names.go > docs/reference/labels.md
 package main
 
 import (
@@ -11,7 +11,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,23 +73,8 @@ func write(w io.Writer, paths []string) error {
 	}
 	// The string constants of the files' packages, which the constants may be named after.
 	for _, path := range paths {
-		pkgs, err := parser.ParseDir(token.NewFileSet(), filepath.Dir(path), func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-		if err != nil {
+		if err := packageStrings(filepath.Dir(path), values); err != nil {
 			return err
-		}
-		for _, pkg := range pkgs {
-			ast.Inspect(pkg, func(n ast.Node) bool {
-				if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == len(vs.Values) {
-					for i, v := range vs.Values {
-						if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							if s, err := strconv.Unquote(lit.Value); err == nil {
-								values[vs.Names[i].Name] = s
-							}
-						}
-					}
-				}
-				return true
-			})
 		}
 	}
 	// The values, literals first, then the constants named after another.
@@ -150,6 +134,36 @@ func write(w io.Writer, paths []string) error {
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+// packageStrings adds the string constants of the Go files of dir, tests aside, to values.
+func packageStrings(dir string, values map[string]string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, e.Name()), nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == len(vs.Values) {
+				for i, v := range vs.Values {
+					if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, err := strconv.Unquote(lit.Value); err == nil {
+							values[vs.Names[i].Name] = s
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	return nil
 }
 
 // documented tells the constants of the page: the exported keys (Label..., Annotation...) and

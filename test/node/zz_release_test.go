@@ -36,13 +36,15 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 	}
 	install := filepath.Join(releaseDir, releaseInstall)
 	ref := releaseImageRef(t, install)
-	repo, _, _ := strings.Cut(releaseIMG, ":v")
-	if !strings.HasPrefix(ref, repo+"@sha256:") {
-		t.Fatalf("install.yaml runs %q, want %s pinned by digest", ref, repo)
+	_, digest, pinned := strings.Cut(ref, "@")
+	if !pinned || !strings.HasPrefix(ref, releaseIMG+"@sha256:") {
+		t.Fatalf("install.yaml runs %q, want %s pinned by digest", ref, releaseIMG)
 	}
-	// An imported archive names its image by tag; the CRI resolves a reference by digest only to
-	// an image of that name, which a pull from the registry would have created.
-	if err := cluster.TagImage(ctx, releaseIMG, ref); err != nil {
+	// An imported archive names its image by tag; the CRI resolves a reference by digest (a tag
+	// beside the digest is dropped) only to an image of that name, which a pull from the
+	// registry would have created.
+	repo, _, _ := strings.Cut(releaseIMG, ":v")
+	if err := cluster.TagImage(ctx, releaseIMG, repo+"@"+digest); err != nil {
 		t.Fatal(err)
 	}
 
@@ -54,7 +56,9 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 		_, _ = runKubectl(t, "", "delete", "schedulerprofiles", "--all", "--wait")
 		_, _ = runKubectl(t, "", "delete", "--ignore-not-found", "--wait", "-f", install)
 	})
-	if err := operatorenv.WaitOperator(ctx, k8s, cluster, paths, 1, operatorenv.DeployTimeout); err != nil {
+	// Ready once the kubelet has refreshed the webhook certificate's Secret volume in its pod,
+	// which the operator writes on its first start: up to a few of the kubelet's sync periods.
+	if err := operatorenv.WaitOperator(ctx, k8s, cluster, paths, 1, 2*operatorenv.DeployTimeout); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("the release's operator was available %s after kubectl apply", time.Since(start).Round(100*time.Millisecond))
@@ -66,7 +70,7 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 	if op.Spec.Containers[0].Image != ref {
 		t.Errorf("The operator's pod runs %q, want %q", op.Spec.Containers[0].Image, ref)
 	}
-	checkRunsImage(t, op)
+	runsRelease(t, op, digest)
 
 	broken := testutil.MakeProfile("release-broken").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"Most"}}`).Obj()
 	const want = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
@@ -97,7 +101,7 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 		if p.Spec.Containers[0].Image != ref {
 			t.Errorf("Scheduler pod %s runs %q, want the release's %q", p.Name, p.Spec.Containers[0].Image, ref)
 		}
-		checkRunsImage(t, &p)
+		runsRelease(t, &p, digest)
 	}
 	deletePods(t, "release")
 	pod := workloadPod("release", "release-binpack", "binpack")
@@ -113,6 +117,20 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// runsRelease checks that every container of pod runs, ready, the image of the release's digest:
+// the kubelet reports the name by digest it found the image under.
+func runsRelease(t *testing.T, pod *corev1.Pod, digest string) {
+	t.Helper()
+	for _, cs := range pod.Status.ContainerStatuses {
+		if !strings.HasSuffix(cs.ImageID, "@"+digest) {
+			t.Errorf("Container %s of %s runs image ID %q, want the release's %s", cs.Name, pod.Name, cs.ImageID, digest)
+		}
+		if cs.State.Running == nil || !cs.Ready {
+			t.Errorf("Container %s of %s is not running and ready: %+v", cs.Name, pod.Name, cs.State)
+		}
+	}
 }
 
 // releaseImageRef is the image of the operator's Deployment in install.yaml.

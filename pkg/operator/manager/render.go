@@ -3,6 +3,7 @@ package manager
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,8 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/simulate"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -42,15 +45,18 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	})
 	var caps controllers.SchedulerPodCaps
 	capFlags(fs, &caps)
+	clusterFile := fs.String("cluster", "", "Snapshot of a cluster (as manager snapshot writes it) to run the advice's cluster checks against: its nodes' labels and PriorityClasses.")
+	kubeconfig := fs.String("kubeconfig", "", "Run the advice's cluster checks against the live cluster of this kubeconfig instead of --cluster: it is read (listed) once, never written.")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b] [--max-scheduler-cpu q] [--max-scheduler-memory q] [--allow-tolerate-all-taints]")
+		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b] [--max-scheduler-cpu q] [--max-scheduler-memory q] [--allow-tolerate-all-taints] [--cluster snapshot.yaml | --kubeconfig FILE]")
 		fmt.Fprintln(stderr, "Prints the KubeSchedulerConfiguration of each SchedulerProfile, or its errors (exit 1).")
+		fmt.Fprintln(stderr, "Advice on a valid profile (docs/reference/advice.md) goes to stderr and does not change the exit code.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *file == "" || fs.NArg() > 0 {
+	if *file == "" || fs.NArg() > 0 || (*clusterFile != "" && *kubeconfig != "") {
 		fs.Usage()
 		return 2
 	}
@@ -67,6 +73,10 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	out := &renderOutput{stdout: stdout, stderr: stderr, allowedPriorityClasses: allowed, caps: caps}
+	if out.cluster, err = adviceCluster(*clusterFile, *kubeconfig); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
 	for _, p := range objs.profiles {
 		if p.Spec.SchedulerRef.Name == "" {
 			out.profile(p, *namespace)
@@ -92,6 +102,8 @@ type renderOutput struct {
 	allowedPriorityClasses []string
 	// caps are the operator's --max-scheduler-cpu and the other caps on scheduler pods.
 	caps controllers.SchedulerPodCaps
+	// cluster is what the advice's cluster checks read; nil skips them.
+	cluster *advice.Cluster
 }
 
 func (o *renderOutput) fail(format string, args ...any) {
@@ -140,6 +152,48 @@ func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace
 	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
 	if o.valid("SchedulerProfile "+p.Name, cfg, err, p.Spec.Scheduler.FeatureGates, field.NewPath("spec", "scheduler", "featureGates")) {
 		o.print("SchedulerProfile "+p.Name, cfg)
+		o.advise("SchedulerProfile "+p.Name, p, cfg, p.Spec.Scheduler.FeatureGates)
+	}
+}
+
+// advise prints the advice on a valid profile, rendered as the one profile of its scheduler, to
+// stderr: advice is not an error, and the exit code stays.
+func (o *renderOutput) advise(what string, p *schedulingv1alpha1.SchedulerProfile, cfg *profile.Config, gates map[string]bool) {
+	found, err := advice.For(cfg.YAML, gates, o.cluster, advice.Ignored(p.Annotations))
+	if err != nil {
+		o.fail("%s: checking for advice: %v", what, err)
+		return
+	}
+	printAdvice(o.stderr, what, found)
+}
+
+// adviceCluster reads the cluster of --cluster or --kubeconfig for the advice's cluster checks;
+// nil without either.
+func adviceCluster(file, kubeconfig string) (*advice.Cluster, error) {
+	var c *simulate.Cluster
+	var err error
+	switch {
+	case file != "":
+		c, err = readCluster(file)
+	case kubeconfig != "":
+		c, err = liveCluster(context.Background(), kubeconfig)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return clusterOf(c), nil
+}
+
+// printAdvice prints the advice on what, one finding a line, or nothing when there is none.
+func printAdvice(w io.Writer, what string, found []advice.Advice) {
+	if len(found) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: advice (docs/reference/advice.md):\n", what)
+	for _, a := range found {
+		fmt.Fprintf(w, "  %s\n", a)
 	}
 }
 
@@ -153,6 +207,8 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 	}
 	var entries []profile.Profile
 	var names []string
+	// advise prints the members' advice after the Scheduler's configuration.
+	var advise []func()
 	for _, p := range members {
 		what := fmt.Sprintf("SchedulerProfile %s (Scheduler %s)", p.Name, s.Name)
 		entry, err := profile.RenderProfile(p)
@@ -175,6 +231,7 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 			}
 		}
 		entries, names = append(entries, entry), append(names, p.Name)
+		advise = append(advise, func() { o.advise(what, p, cfg, s.Spec.FeatureGates) })
 	}
 	if len(entries) == 0 {
 		o.fail("Scheduler %s has no valid SchedulerProfile in the file", s.Name)
@@ -189,6 +246,9 @@ func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*sch
 		return
 	}
 	o.print(fmt.Sprintf("Scheduler %s with profiles %s", s.Name, strings.Join(names, ", ")), cfg)
+	for _, fn := range advise {
+		fn()
+	}
 }
 
 // objects are the SchedulerProfiles and Schedulers of a file, in the file's order.

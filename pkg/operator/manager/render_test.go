@@ -249,3 +249,118 @@ spec:
 		})
 	}
 }
+
+// TestRenderAdvice: render prints the advice on a valid profile to stderr, after its
+// configuration on stdout, and exits 0; the annotation silences the codes it lists; a member of a
+// Scheduler is checked with the Scheduler's extenders.
+func TestRenderAdvice(t *testing.T) {
+	const bestEffortBinpack = `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: binpack%s}
+spec:
+  plugins: {score: {disabled: [{name: PodTopologySpread}]}}
+  pluginConfig:
+  - name: NodeResourcesFit
+    args: {scoringStrategy: {type: MostAllocated}}
+`
+	tests := []struct {
+		name    string
+		file    string
+		wantErr []string
+		// quiet is true when nothing may be printed on stderr.
+		quiet bool
+	}{
+		{
+			name: "bin-packing with balanced allocation",
+			file: strings.ReplaceAll(bestEffortBinpack, "%s", ""),
+			wantErr: []string{
+				"SchedulerProfile binpack: advice (docs/reference/advice.md):",
+				"  SPA104: bin-packing (spec.pluginConfig[NodeResourcesFit].args.scoringStrategy.type MostAllocated, weight 1) runs with NodeResourcesBalancedAllocation scoring (weight 1)",
+			},
+		},
+		{
+			name:  "the same, with SPA104 silenced",
+			file:  strings.ReplaceAll(bestEffortBinpack, "%s", ", annotations: {scheduling.schedops.io/advice-ignore: SPA104}"),
+			quiet: true,
+		},
+		{
+			name: "a member of a Scheduler with a filter extender",
+			file: `
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: Scheduler
+metadata: {name: shared}
+spec:
+  extenders: [{urlPrefix: "http://extender.example:8888", filterVerb: filter, ignorable: true}]
+---
+apiVersion: scheduling.schedops.io/v1alpha1
+kind: SchedulerProfile
+metadata: {name: member}
+spec: {schedulerRef: {name: shared}}
+`,
+			wantErr: []string{"SchedulerProfile member (Scheduler shared): advice", "  SPA402: the scheduler's extenders (spec.extenders, 1)"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "profile.yaml")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := runRender([]string{"-f", path}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit code %d, want 0: advice is no error; stderr:\n%s", code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "kind: KubeSchedulerConfiguration") {
+				t.Errorf("no configuration on stdout:\n%s", stdout.String())
+			}
+			if strings.Contains(stdout.String(), "SPA") {
+				t.Errorf("advice on stdout, which holds the configuration only:\n%s", stdout.String())
+			}
+			if tc.quiet && stderr.Len() > 0 {
+				t.Errorf("want nothing on stderr, got:\n%s", stderr.String())
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// TestRenderAdviceOnACluster: with --cluster, render runs the cluster checks against the
+// snapshot: the zone-spread sample on the docs' example cluster (two zones) says nothing, and on
+// a cluster without zone labels it says that no node carries the key.
+func TestRenderAdviceOnACluster(t *testing.T) {
+	atRoot(t)
+	noZones := filepath.Join(t.TempDir(), "cluster.yaml")
+	const nodes = `apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {kubernetes.io/hostname: n1}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {kubernetes.io/hostname: n2}}}
+`
+	if err := os.WriteFile(noZones, []byte(nodes), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cluster string
+		want    string
+	}{
+		{cluster: simCluster},
+		{cluster: noZones, want: "  SPA301: spec.pluginConfig[PodTopologySpread].args.defaultConstraints[0] (DoNotSchedule) spreads on topology.kubernetes.io/zone, which 0 of 2 nodes carry"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := runRender([]string{"-f", sample + "spread.yaml", "--cluster", tc.cluster}, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit code %d, stderr:\n%s", tc.cluster, code, stderr.String())
+		}
+		if tc.want == "" && stderr.Len() > 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: stderr %q, want %q", tc.cluster, stderr.String(), tc.want)
+		}
+	}
+	var stderr bytes.Buffer
+	if code := runRender([]string{"-f", sample + "spread.yaml", "--cluster", simCluster, "--kubeconfig", "k"}, &bytes.Buffer{}, &stderr); code != 2 {
+		t.Errorf("--cluster with --kubeconfig: exit code %d, want 2", code)
+	}
+}

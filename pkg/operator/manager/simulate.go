@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,6 +23,7 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
@@ -39,6 +41,8 @@ const defaultZoneLabel = "topology.kubernetes.io/zone"
 
 // simulateOptions are the flags of `manager simulate`.
 type simulateOptions struct {
+	// stderr receives the advice on the profiles, apart from the report.
+	stderr                                   io.Writer
 	file, compare, clusterFile, workloadFile string
 	kubeconfig                               string
 	namespace, output, zoneLabel             string
@@ -54,6 +58,7 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	o.stderr = stderr
 	// The scheduler logs through klog; the output here is the report only.
 	klog.SetLogger(logr.Discard())
 	report, err := o.run(context.Background())
@@ -134,6 +139,9 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 	for _, file := range files {
 		p, names, err := loadSimulationProfile(file, o.namespace)
 		if err != nil {
+			return nil, err
+		}
+		if err := printFileAdvice(o.stderr, file, o.namespace, clusterOf(cluster)); err != nil {
 			return nil, err
 		}
 		workload, err := o.workload(cluster, names)
@@ -275,6 +283,53 @@ func schedulerSimulation(s *schedulingv1alpha1.Scheduler, members []*schedulingv
 		return simulate.Profile{}, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return simulate.Profile{Name: s.Name, Config: cfg.YAML, FeatureGates: s.Spec.FeatureGates}, names, nil
+}
+
+// printFileAdvice prints the advice on each profile of a file that simulate runs, on the
+// cluster: each SchedulerProfile rendered as the one profile of its scheduler, a member with its
+// Scheduler's extenders and feature gates, as the operator checks them.
+func printFileAdvice(w io.Writer, file, namespace string, cluster *advice.Cluster) error {
+	objs, err := readObjects(file)
+	if err != nil {
+		return err
+	}
+	for _, p := range objs.profiles {
+		what := "SchedulerProfile " + p.Name
+		proc := profile.Process{Namespace: namespace, LeaseName: profile.LeaseName(profile.SchedulerName(p)), Extenders: p.Spec.Extenders}
+		gates := p.Spec.Scheduler.FeatureGates
+		if s := objs.scheduler(p.Spec.SchedulerRef.Name); s != nil {
+			what += fmt.Sprintf(" (Scheduler %s)", s.Name)
+			proc, gates = controllers.SchedulerProcess(s, namespace), s.Spec.FeatureGates
+		}
+		entry, err := profile.RenderProfile(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		cfg, err := profile.RenderProcess(proc, []profile.Profile{entry})
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		found, err := advice.For(cfg.YAML, gates, cluster, advice.Ignored(p.Annotations))
+		if err != nil {
+			return fmt.Errorf("%s: checking for advice: %w", what, err)
+		}
+		printAdvice(w, what, found)
+	}
+	return nil
+}
+
+// clusterOf is what the cluster checks of advice read of a simulated cluster.
+func clusterOf(c *simulate.Cluster) *advice.Cluster {
+	out := &advice.Cluster{}
+	for _, o := range c.Objects {
+		switch obj := o.(type) {
+		case *corev1.Node:
+			out.Nodes = append(out.Nodes, *obj)
+		case *schedulingv1.PriorityClass:
+			out.PriorityClasses = append(out.PriorityClasses, *obj)
+		}
+	}
+	return out
 }
 
 // invalid is nil, or an error listing errs.

@@ -57,6 +57,9 @@ func TestSimulateGolden(t *testing.T) {
 			if code := runSimulate(args, &stdout, &stderr); code != 0 {
 				t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
 			}
+			if stderr.Len() > 0 {
+				t.Errorf("want no advice on the samples on the example cluster, got:\n%s", stderr.String())
+			}
 			golden := filepath.Join(here, "testdata", "simulate", tt.name+".txt")
 			if *update {
 				if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
@@ -193,5 +196,41 @@ func TestSimulateGang(t *testing.T) {
 	}
 	if run.Summary.Bound != 3 || len(nodes) != 3 || nodes[""] {
 		t.Errorf("on 3 nodes: pods %+v; want all 3 bound, one per node", run.Pods)
+	}
+}
+
+// TestSimulateAdvice: simulate prints the advice on the profile, cluster checks included, to
+// stderr, and the report to stdout as without advice: the zone-spread sample on a cluster without
+// zone labels leaves its workloads' pods Pending, and says why before the report shows it.
+func TestSimulateAdvice(t *testing.T) {
+	atRoot(t)
+	cluster := filepath.Join(t.TempDir(), "cluster.yaml")
+	var nodes strings.Builder
+	nodes.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	for _, name := range []string{"node-1", "node-2"} {
+		nodes.WriteString("- apiVersion: v1\n  kind: Node\n  metadata: {name: " + name + ", labels: {kubernetes.io/hostname: " + name + "}}\n" +
+			"  status: {allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}, conditions: [{type: Ready, status: \"True\"}]}\n")
+	}
+	nodes.WriteString("- apiVersion: scheduling.k8s.io/v1\n  kind: PriorityClass\n  metadata: {name: high}\n  value: 1000\n")
+	if err := os.WriteFile(cluster, []byte(nodes.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runSimulate([]string{"-f", sample + "spread.yaml", "--cluster", cluster, "--workload", simWorkload}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d, want 0: advice is no error; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{
+		"SchedulerProfile spread: advice (docs/reference/advice.md):",
+		"  SPA301: spec.pluginConfig[PodTopologySpread].args.defaultConstraints[0] (DoNotSchedule) spreads on topology.kubernetes.io/zone, which 0 of 2 nodes carry",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "SPA501") {
+		t.Errorf("SPA501 with preemption on:\n%s", stderr.String())
+	}
+	if strings.Contains(stdout.String(), "SPA301") || !strings.Contains(stdout.String(), "Profile spread: 0 bound, 7 unschedulable") {
+		t.Errorf("want the report alone on stdout, got:\n%s", stdout.String())
 	}
 }

@@ -199,3 +199,8 @@ func Pod(name, app string) *corev1.Pod {
 		}}},
 	}
 }
+
+// WebhookCA is the CA that the installed webhook configurations trust for Webhook's certificate.
+func (c *Cluster) WebhookCA() []byte {
+	return c.env.WebhookInstallOptions.LocalServingCAData
+}

@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
+)
+
+// The cluster checks of advice read the nodes' labels (as metadata only) and the PriorityClasses.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
+
+// maxAdviceEntries bounds status.advice, as the CRD does.
+const maxAdviceEntries = 64
+
+// maxAdviceMessage bounds a message of status.advice, as the CRD does.
+const maxAdviceMessage = 1024
+
+// adviceProfiles are the profiles the checks read (advice.Load: the framework built from the
+// configuration), by configuration and gates: a pass with the same configuration builds no
+// framework, and a change of the nodes or PriorityClasses only runs the checks again.
+var adviceProfiles = newMemo[*advice.Profile](1024)
+
+// profileAdvice is the advice on a profile whose configuration is valid, rendered as the one
+// profile of its process (its own, or its Scheduler's, with the Scheduler's extenders and feature
+// gates), on the cluster. The reconciler and the webhook call it alike.
+func profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings, cluster *advice.Cluster) ([]advice.Advice, error) {
+	_, cfg, err := renderAlone(p, proc, s)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := adviceProfiles.do(keyOf("advice", cfg.YAML, proc.run.FeatureGates), func() (*advice.Profile, error) {
+		return advice.Load(cfg.YAML, proc.run.FeatureGates)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return advice.Run(&advice.Input{Profile: loaded, Cluster: cluster}, advice.Ignored(p.Annotations)), nil
+}
+
+// readCluster is what the cluster checks read, from the manager's cache: the nodes' names and
+// labels, and the PriorityClasses' names and preemption policies, each sorted by name, so that
+// the messages do not depend on the cache's order.
+func readCluster(ctx context.Context, c client.Reader) (*advice.Cluster, error) {
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := c.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("listing the nodes: %w", err)
+	}
+	var classes schedulingv1.PriorityClassList
+	if err := c.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("listing the PriorityClasses: %w", err)
+	}
+	out := &advice.Cluster{}
+	for _, n := range nodes.Items {
+		out.Nodes = append(out.Nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}})
+	}
+	for _, pc := range classes.Items {
+		out.PriorityClasses = append(out.PriorityClasses, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: pc.Name}, PreemptionPolicy: pc.PreemptionPolicy})
+	}
+	slices.SortFunc(out.Nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.PriorityClasses, func(a, b schedulingv1.PriorityClass) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// observeAdvice runs the profile doctor on a profile whose configuration is valid. Advice never
+// stops a pass: when it cannot be worked out, the status says so and the pass goes on.
+func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, obs *observation) {
+	cluster, err := readCluster(ctx, r.client)
+	if err == nil {
+		obs.advice, err = profileAdvice(p, proc, r.settings, cluster)
+	}
+	if err != nil {
+		obs.adviceFailed = err.Error()
+		return
+	}
+	obs.adviceChecked = true
+}
+
+// adviceWarnings are the webhook's warnings of the advice on a profile whose configuration is
+// valid; advice that cannot be worked out is one warning too, and never a refusal.
+func (o *processObjects) adviceWarnings(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process) []string {
+	cluster, err := readCluster(ctx, o.client)
+	var found []advice.Advice
+	if err == nil {
+		found, err = profileAdvice(p, proc, o.settings, cluster)
+	}
+	if err != nil {
+		return []string{"the profile's advice (docs/reference/advice.md) could not be worked out: " + err.Error()}
+	}
+	warnings := make([]string, 0, len(found))
+	for _, a := range found {
+		warnings = append(warnings, a.String())
+	}
+	return warnings
+}
+
+// setAdvisoryCondition sets the Advisory condition and status.advice: the findings on a valid
+// configuration, none for a configuration that is refused, and as they were when the pass ended
+// before it knew.
+func setAdvisoryCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	switch {
+	case obs.adviceChecked && len(obs.advice) > 0:
+		p.Status.Advice = adviceEntries(obs.advice)
+		setCondition(p, schedulingv1alpha1.ConditionAdvisory, metav1.ConditionTrue, schedulingv1alpha1.ReasonAdviceFound,
+			"the profile will probably not do what was meant ("+strings.Join(advice.Codes(obs.advice), ", ")+"): status.advice lists the findings, docs/reference/advice.md the fixes")
+	case obs.adviceChecked:
+		p.Status.Advice = nil
+		setCondition(p, schedulingv1alpha1.ConditionAdvisory, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoAdvice, "no check of the profile doctor found anything")
+	case obs.adviceFailed != "":
+		p.Status.Advice = nil
+		setCondition(p, schedulingv1alpha1.ConditionAdvisory, metav1.ConditionUnknown, schedulingv1alpha1.ReasonAdviceNotChecked, "the advice could not be worked out: "+obs.adviceFailed)
+	case refused(obs):
+		p.Status.Advice = nil
+		setCondition(p, schedulingv1alpha1.ConditionAdvisory, metav1.ConditionUnknown, schedulingv1alpha1.ReasonAdviceNotChecked, "the latest spec has no valid configuration to check (see ConfigValid)")
+	}
+}
+
+// refused tells whether the pass found the latest spec refused, or without its Scheduler.
+func refused(obs *observation) bool {
+	return obs.conflictWith != "" || obs.invalid != "" || obs.secret.refused() || obs.queueSortConflict != "" ||
+		obs.limit.reason != "" || obs.schedulerMissing
+}
+
+// adviceEntries are the findings as status.advice holds them, within the CRD's bounds.
+func adviceEntries(found []advice.Advice) []schedulingv1alpha1.AdviceEntry {
+	out := make([]schedulingv1alpha1.AdviceEntry, 0, min(len(found), maxAdviceEntries))
+	for _, a := range found[:min(len(found), maxAdviceEntries)] {
+		out = append(out, schedulingv1alpha1.AdviceEntry{Code: a.Code, Message: bounded(a.Message, maxAdviceMessage)})
+	}
+	return out
+}
+
+// watchCluster enqueues every profile when what the cluster checks read changes: a node comes or
+// goes or its labels change (its metadata only is watched and cached), a PriorityClass comes, goes
+// or changes.
+func (r *SchedulerProfileReconciler) watchCluster(b *builder.Builder) *builder.Builder {
+	node := &metav1.PartialObjectMetadata{}
+	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
+	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return r.profileRequests(ctx, nil)
+	})
+	return b.WatchesMetadata(node, all, builder.WithPredicates(nodeLabelsChanged)).
+		Watches(&schedulingv1.PriorityClass{}, all)
+}
+
+// nodeLabelsChanged passes a node's create and delete, and its updates that change its labels:
+// not the status updates a node makes every few seconds.
+var nodeLabelsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+}}
+
+// recordAdviceMetrics exports the number of findings of each code in a profile's status.
+func recordAdviceMetrics(p *schedulingv1alpha1.SchedulerProfile) {
+	counts := map[string]int{}
+	for _, a := range p.Status.Advice {
+		counts[a.Code]++
+	}
+	profileAdviceCount.DeletePartialMatch(map[string]string{"profile": p.Name})
+	for code, n := range counts {
+		profileAdviceCount.WithLabelValues(p.Name, code).Set(float64(n))
+	}
+}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,9 +80,12 @@ type previewKey struct {
 
 // previewRequest is a preview to run for the profile name.
 type previewRequest struct {
-	key   previewKey
-	name  string
-	input simulate.PreviewInput
+	key  previewKey
+	name string
+	// schedulerName chooses the pods; running is the configuration that runs, nil for none.
+	schedulerName string
+	running       *simulate.Profile
+	next          simulate.Profile
 }
 
 // previewOutcome is a finished preview: its status, and how many more pods the new
@@ -281,11 +285,14 @@ func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutco
 	start := time.Now()
 	budget, cancel := context.WithTimeoutCause(ctx, pv.opts.Timeout, context.DeadlineExceeded)
 	defer cancel()
-	req.input.MaxPods = pv.opts.MaxPods
-	var res *simulate.PreviewResult
+	var res *simulate.ProfilePreview
 	cluster, err := simulate.LiveCluster(budget, pv.client)
 	if err == nil {
-		res, err = simulate.Preview(budget, cluster, req.input)
+		// Each simulation may take half of what is left; one that reaches it reports what it
+		// decided until then.
+		deadline, _ := budget.Deadline()
+		limit := max(time.Until(deadline)/2, time.Millisecond)
+		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerName, req.running, req.next, pv.opts.MaxPods, simulate.Options{Limit: limit})
 	}
 	if ctx.Err() != nil {
 		return nil, false
@@ -302,7 +309,7 @@ func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutco
 
 // newPreviewOutcome turns a preview that started at start and took took, with its result, or
 // its error or the bound that cut it short, into its outcome.
-func newPreviewOutcome(key previewKey, res *simulate.PreviewResult, err error, incomplete string, maxPods int, start time.Time, took time.Duration) *previewOutcome {
+func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, incomplete string, maxPods int, start time.Time, took time.Duration) *previewOutcome {
 	o := &previewOutcome{status: schedulingv1alpha1.PreviewStatus{
 		From: schedulingv1alpha1.PreviewRun{ConfigHash: key.from},
 		To:   schedulingv1alpha1.PreviewRun{ConfigHash: key.to},
@@ -321,15 +328,22 @@ func newPreviewOutcome(key previewKey, res *simulate.PreviewResult, err error, i
 	}
 	o.decided, o.added = true, res.AddedUnschedulable()
 	st := &o.status
-	st.Pods, st.Moved = int32(res.Pods), int32(res.Moved)
-	st.To.Unschedulable, st.To.NodesUsed = int32(res.To.Unschedulable), int32(res.To.NodesUsed)
-	if res.From != nil {
-		st.From.Unschedulable, st.From.NodesUsed = int32(res.From.Unschedulable), int32(res.From.NodesUsed)
+	st.Pods, st.Moved = int32(res.Pods), int32(len(res.Moved))
+	st.To.Unschedulable, st.To.NodesUsed = int32(res.New.Unschedulable), int32(res.New.NodesUsed)
+	stopped := res.New.Stopped
+	if res.Running != nil {
+		st.From.Unschedulable, st.From.NodesUsed = int32(res.Running.Unschedulable), int32(res.Running.NodesUsed)
+		stopped = cmp.Or(res.Running.Stopped, stopped)
 	}
 	for _, p := range res.NewlyUnschedulable[:min(len(res.NewlyUnschedulable), maxPreviewPods)] {
 		st.NewlyUnschedulable = append(st.NewlyUnschedulable, schedulingv1alpha1.PreviewPod{Pod: p.Pod, Reason: bounded(p.Reason, 1024)})
 	}
-	if res.Total > res.Pods {
+	switch {
+	case stopped != "":
+		// Counts of the pods decided until the limit compare nothing: Guard refuses.
+		o.decided = false
+		st.Incomplete = bounded(fmt.Sprintf("%s (--preview-timeout); nothing was decided: %s", outOfTime, stopped), 1024)
+	case res.Total > res.Pods:
 		st.Incomplete = fmt.Sprintf("the first %d of the profile's %d pods in queue order were simulated (--preview-max-pods %d)", res.Pods, res.Total, maxPods)
 	}
 	return o
@@ -401,16 +415,16 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 	if err != nil {
 		return previewGate{}, err
 	}
-	req := previewRequest{name: p.Name, key: previewKey{uid: p.UID, to: cfg.Hash}, input: simulate.PreviewInput{
-		SchedulerName: cfg.SchedulerName,
-		To:            simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.run.FeatureGates},
-	}}
+	req := previewRequest{
+		name: p.Name, key: previewKey{uid: p.UID, to: cfg.Hash}, schedulerName: cfg.SchedulerName,
+		next: simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.run.FeatureGates},
+	}
 	if running != nil {
 		req.key.from = d.Spec.Template.Annotations[AnnotationConfigHash]
 		if req.key.from == cfg.Hash {
 			return previewGate{}, nil
 		}
-		req.input.From = &simulate.Profile{Name: req.key.from, Config: []byte(running.Data[configFileKey]), FeatureGates: runningGates(d)}
+		req.running = &simulate.Profile{Name: req.key.from, Config: []byte(running.Data[configFileKey]), FeatureGates: runningGates(d)}
 	}
 	o := r.previews.outcome(req.key, p.Name)
 	if o == nil || o.retryDue(r.previews.now()) {

@@ -20,14 +20,15 @@ import (
 
 func TestNewPreviewOutcome(t *testing.T) {
 	key := previewKey{from: "aaa", to: "bbb"}
-	res := &simulate.PreviewResult{
-		Pods: 4, Total: 6, Moved: 3,
-		From: &simulate.Summary{Unschedulable: 1, NodesUsed: 2},
-		To:   simulate.Summary{Unschedulable: 3, NodesUsed: 1},
+	res := &simulate.ProfilePreview{Total: 6, Preview: &simulate.Preview{
+		Pods:    4,
+		Moved:   []simulate.Move{{Pod: "ns/a"}, {Pod: "ns/b"}, {Pod: "ns/x"}},
+		Running: &simulate.RevisionOutcome{Unschedulable: 1, NodesUsed: 2},
+		New:     simulate.RevisionOutcome{Unschedulable: 3, NodesUsed: 1},
 		NewlyUnschedulable: []simulate.PodResult{
 			{Pod: "ns/a", Reason: "r"}, {Pod: "ns/b", Reason: "r"}, {Pod: "ns/c", Reason: "r"}, {Pod: "ns/d", Reason: "r"},
 		},
-	}
+	}}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.Local)
 	o := newPreviewOutcome(key, res, nil, "", 4, start, 1500*time.Millisecond)
 	want := schedulingv1alpha1.PreviewStatus{
@@ -57,6 +58,10 @@ func TestNewPreviewOutcome(t *testing.T) {
 	}
 	if !equality.Semantic.DeepEqual(o.status, read) {
 		t.Errorf("status.preview changes in a round trip through JSON: %+v, read back %+v", o.status, read)
+	}
+	stopped := &simulate.ProfilePreview{Total: 4, Preview: &simulate.Preview{Pods: 2, New: simulate.RevisionOutcome{Stopped: "the simulation stopped at its time limit"}}}
+	if o := newPreviewOutcome(key, stopped, nil, "", 4, start, time.Second); o.decided || !strings.HasPrefix(o.status.Incomplete, outOfTime) {
+		t.Errorf("a preview stopped at its limit: decided %t, incomplete %q", o.decided, o.status.Incomplete)
 	}
 	if o := newPreviewOutcome(key, nil, errors.New("listing Nodes: forbidden"), "", 4, start, time.Second); o.decided || o.status.Failure != "listing Nodes: forbidden" {
 		t.Errorf("a failed preview: decided %t, failure %q", o.decided, o.status.Failure)

@@ -60,7 +60,7 @@ func benchSimulate(ctx context.Context, o options) ([]stats.Row, error) {
 			return nil, err
 		}
 		start := time.Now()
-		results, err := simulate.Run(ctx, p, c, w)
+		results, err := simulate.Run(ctx, p, c, w, simulate.Options{})
 		if err != nil {
 			return nil, err
 		}

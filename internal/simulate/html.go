@@ -19,6 +19,7 @@ var htmlPage = template.Must(template.New("report").Funcs(template.FuncMap{
 type htmlRun struct {
 	Profile       string
 	Summary       Summary
+	Stopped       string
 	Zones         []htmlZone
 	Unschedulable []PodReport
 }
@@ -45,7 +46,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	}
 	var runs []htmlRun
 	for _, run := range r.Runs {
-		hr := htmlRun{Profile: run.Profile, Summary: run.Summary}
+		hr := htmlRun{Profile: run.Profile, Summary: run.Summary, Stopped: run.Stopped}
 		for _, n := range run.Nodes {
 			if len(hr.Zones) == 0 || hr.Zones[len(hr.Zones)-1].Zone != n.Zone {
 				hr.Zones = append(hr.Zones, htmlZone{Zone: n.Zone})

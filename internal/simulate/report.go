@@ -29,6 +29,9 @@ type RunReport struct {
 	Summary Summary     `json:"summary"`
 	// Nodes are the cluster's nodes after the placements, by zone and name.
 	Nodes []NodeReport `json:"nodes"`
+	// Stopped says that the simulation reached its time limit, and how far it got: Pods then
+	// holds only the pods the scheduler decided, and Summary.NotSimulated counts the others.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // NodeReport is one node after the placements.
@@ -61,6 +64,9 @@ type Summary struct {
 	Unschedulable int `json:"unschedulable"`
 	// Preempted counts the cluster's running pods that the workload's pods preempted.
 	Preempted int `json:"preempted,omitempty"`
+	// NotSimulated counts the workload's pods without a result: the simulation stopped at its
+	// time limit before the scheduler decided them.
+	NotSimulated int `json:"notSimulated,omitempty"`
 	// NodesUsed is how many nodes the workload's pods went to, of Nodes.
 	NodesUsed int `json:"nodesUsed"`
 	Nodes     int `json:"nodes"`
@@ -135,6 +141,7 @@ func NewRunReport(name string, cluster *Cluster, workload *Workload, results []P
 		r.Pods = append(r.Pods, pr)
 	}
 	r.Summary.NodesUsed = len(used)
+	r.Summary.NotSimulated = max(0, len(workload.Pods)-len(results))
 	r.Nodes = nodeReports(nodes, zoneLabel, requested, r.Pods)
 	r.Summary.CPU = spread(nodes, requested, corev1.ResourceCPU)
 	r.Summary.Memory = spread(nodes, requested, corev1.ResourceMemory)
@@ -209,7 +216,8 @@ func (s Spread) rounded() Spread {
 	return Spread{Min: r(s.Min), Mean: r(s.Mean), Max: r(s.Max), StdDev: r(s.StdDev)}
 }
 
-// Compare lists the pods that the two runs placed differently, in the first run's order.
+// Compare lists the pods that the two runs placed differently, in the first run's order; a pod
+// that one of them did not simulate (it stopped at its time limit) is not compared.
 func Compare(a, b RunReport) []Move {
 	nodeOf := map[string]string{}
 	for _, p := range b.Pods {
@@ -217,11 +225,21 @@ func Compare(a, b RunReport) []Move {
 	}
 	var out []Move
 	for _, p := range a.Pods {
-		if to := nodeOf[p.Pod]; to != p.Node {
+		if to, ok := nodeOf[p.Pod]; ok && to != p.Node {
 			out = append(out, Move{Pod: p.Pod, From: p.Node, To: to})
 		}
 	}
 	return out
+}
+
+// Stopped is the first run that reached its time limit, or nil.
+func (r *Report) Stopped() *RunReport {
+	for i := range r.Runs {
+		if r.Runs[i].Stopped != "" {
+			return &r.Runs[i]
+		}
+	}
+	return nil
 }
 
 // Unschedulable tells how many pods the profile under test left unschedulable.
@@ -254,12 +272,22 @@ func (r *Report) WriteText(w io.Writer, columns []string) error {
 	}
 	header = append(header, "REASON")
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for i := range r.Runs[0].Pods {
-		row := []string{r.Runs[0].Pods[i].Pod}
+	byPod := make([]map[string]PodReport, len(r.Runs))
+	for i, run := range r.Runs {
+		byPod[i] = make(map[string]PodReport, len(run.Pods))
+		for _, p := range run.Pods {
+			byPod[i][p.Pod] = p
+		}
+	}
+	for _, first := range r.Runs[0].Pods {
+		row := []string{first.Pod}
 		var reasons []string
 		nodes := map[string]bool{}
-		for _, run := range r.Runs {
-			p := run.Pods[i]
+		for i, run := range r.Runs {
+			p, simulated := byPod[i][first.Pod]
+			if !simulated {
+				p.Reason = "not simulated"
+			}
 			row = append(row, orDash(p.Node))
 			nodes[p.Node] = true
 			for _, c := range columns {
@@ -298,6 +326,9 @@ func (r *Report) WriteText(w io.Writer, columns []string) error {
 			preempted = fmt.Sprintf(", %d running pods preempted", s.Preempted)
 		}
 		fmt.Fprintf(w, "\nProfile %s: %d bound, %d unschedulable, %d of %d nodes used%s\n", run.Profile, s.Bound, s.Unschedulable, s.NodesUsed, s.Nodes, preempted)
+		if run.Stopped != "" {
+			fmt.Fprintf(w, "  STOPPED: %s\n", run.Stopped)
+		}
 		var zones []string
 		for _, z := range slices.Sorted(maps.Keys(s.PodsPerZone)) {
 			zones = append(zones, fmt.Sprintf("%s %d", orDash(z), s.PodsPerZone[z]))

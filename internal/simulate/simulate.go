@@ -3,22 +3,32 @@
 //
 // The scheduler is built by profile.NewSchedulerOn, the code that validation builds it with (our
 // registry, the profile's args and feature gates), on a fake clientset that holds the snapshot.
-// Pods are created one at a time in the order of the profile's queue sort, and the scheduler's own
-// ScheduleOne takes them from its queue. A pod is created once the scheduler has taken the one
-// before it, so that the queue hands them out in the workload's order while the scheduler's cycle
-// of one pod overlaps the creation of the next, and its binding the cycle of the next, as in a
-// cluster: each cycle sees every earlier pod in the scheduler's cache, assumed or bound. The pods
-// of a PodGroup are created together, and the pods after them only once the scheduler has bound
-// or refused all of them. A binding is written into the fake clientset, so that the scheduler's
-// informers and cache see it as they would a real one.
+// Pods are created in the order of the profile's queue sort, one at a time (the pods of a
+// PodGroup together), and the simulation calls the scheduler's own ScheduleOne, on its own
+// goroutine, until the scheduler has nothing left to do before it creates the next (drive.go).
+// A binding is written into the fake clientset, so that the scheduler's informers and cache see
+// it as they would a real one.
 //
-// Upstream breaks ties between nodes of equal score by the order in which Filter found them
-// (a Randomizer is drawn only for extenders' scores), and Filter runs on several goroutines, so
-// that order changes from run to run. The simulation runs Filter on one goroutine, which makes
-// it visit the nodes in the scheduler's own order (by zone, then by name) and every run give the
-// same placements; Score and the other parallel steps, whose results go to a slot per node and
-// so do not depend on the order, run on every core. Extenders are not called: they are services
-// of the cluster, and a simulation writes nothing and calls nothing.
+// Every run gives the same report, whatever the load of the machine:
+//   - No outcome depends on time. A pod is reported when the scheduler has bound it, refused it,
+//     or preempted for it and then bound or refused it; waits end on what the scheduler
+//     records, never on a timer. A pod the scheduler leaves undecided once it has nothing left to
+//     do (a PreEnqueue plugin holds it back, a pod waits at Permit for pods that never come) is
+//     reported so at that point. The only clock is Options.Limit on the whole simulation, which
+//     reports that it stopped (LimitError) rather than give a pod a result.
+//   - Each cycle starts from the same state: the simulation waits until the scheduler's pod
+//     handler has handled every write made until then (a fence pod), so that its cache and queue
+//     hold the bindings and evictions before the next cycle.
+//   - Ties are broken the same way. Upstream breaks ties between nodes of equal score by the
+//     order in which Filter found them (a Randomizer is drawn only for extenders' scores), and
+//     Filter runs on several goroutines, so that order changes from run to run. The simulation
+//     runs Filter on one goroutine, which makes it visit the nodes in the scheduler's own order
+//     (by zone, then by name); Score and the other parallel steps, whose results go to a slot
+//     per node and so do not depend on the order, run on every core. Preemption is upstream's
+//     DefaultPreemption with its three chances fixed (preemption.go).
+//
+// Extenders are not called: they are services of the cluster, and a simulation writes nothing
+// and calls nothing.
 package simulate
 
 import (
@@ -29,6 +39,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -39,11 +50,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/ptr"
@@ -83,49 +96,85 @@ type PodResult struct {
 // peaked at 470 instead of 230 MB (docs/tasks/simulate-a-change.md).
 const gcPercent = 400
 
+// DefaultLimit is the wall-clock time a simulation may take when Options leave it unset.
+const DefaultLimit = 10 * time.Minute
+
+// Options bound a simulation.
+type Options struct {
+	// Limit is the wall-clock time the simulation may take, DefaultLimit when zero. Nothing
+	// else in a simulation depends on time; a simulation that reaches its limit returns a
+	// *LimitError.
+	Limit time.Duration
+}
+
+// LimitError is the error of a simulation that reached its limit before the scheduler had
+// decided every pod. Run returns it with the results of the pods decided until then.
+type LimitError struct {
+	Limit time.Duration
+	// Decided and Pods count the pods with a result, and all the workload's pods.
+	Decided, Pods int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("the simulation stopped at its time limit of %s, with %d of %d pods decided: the other %d were not simulated", e.Limit, e.Decided, e.Pods, e.Pods-e.Decided)
+}
+
 // Run schedules workload on cluster with the scheduler of p, one pod at a time.
-func Run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload) ([]PodResult, error) {
+func Run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options) ([]PodResult, error) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	}
 	var results []PodResult
 	var runErr error
-	if err := profile.WithGates(p.FeatureGates, func() { results, runErr = run(ctx, p, cluster, workload) }); err != nil {
+	if err := profile.WithGates(p.FeatureGates, func() { results, runErr = run(ctx, p, cluster, workload, opts) }); err != nil {
 		return nil, err
 	}
 	return results, runErr
 }
 
-func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload) ([]PodResult, error) {
-	ctx, cancel := context.WithCancel(ctx)
+func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options) ([]PodResult, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	work, cancel := context.WithTimeoutCause(ctx, limit, errLimit)
 	defer cancel()
 	// The scheduler's logs are not the simulation's output. A logger without a sink turns each
 	// of the scheduler's log calls, several per node and pod, into a nil check, where klog's
 	// would check its verbosity and name a logger per Filter call.
-	ctx = klog.NewContext(ctx, logr.Discard())
-	cfg, err := profile.DecodeConfig(p.Config)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	s, err := newSimulation(ctx, cfg, append(cluster.objectsExceptPending(), workload.Controllers...))
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	pods, err := s.queueOrder(workload.Pods, cluster)
-	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
-	}
-	go func() {
-		for ctx.Err() == nil {
-			s.sched.ScheduleOne(ctx)
+	work = klog.NewContext(work, logr.Discard())
+	var s *simulation
+	var bs []batch
+	err := func() error {
+		cfg, err := profile.DecodeConfig(p.Config)
+		if err != nil {
+			return err
 		}
+		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...)); err != nil {
+			return err
+		}
+		pods, err := s.queueOrder(workload.Pods, cluster)
+		if err != nil {
+			return err
+		}
+		bs = batches(pods)
+		return s.scheduleAll(work, bs)
 	}()
-	results, err := s.scheduleAll(ctx, batches(pods))
+	if err != nil && errors.Is(context.Cause(work), errLimit) && ctx.Err() == nil {
+		var results []PodResult
+		if s != nil {
+			results = s.results(bs)
+		}
+		return results, &LimitError{Limit: limit, Decided: len(results), Pods: len(workload.Pods)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
 	}
-	return results, nil
+	return s.results(bs), nil
 }
+
+// errLimit is the cause of a simulation's end at its limit.
+var errLimit = errors.New("the simulation reached its time limit")
 
 // batch is pods to create together: one pod, or all the pods of the workload that join one
 // PodGroup, where the first of them is in the queue order. A gang's pods wait in the queue
@@ -161,17 +210,28 @@ func batches(pods []*corev1.Pod) []batch {
 type simulation struct {
 	client    *fake.Clientset
 	sched     *profile.FakeScheduler
+	queue     *internalqueue.PriorityQueue
 	names     []string
 	progress  *progress
 	firstName string
 	// requeue is the scheduler's own handling of a pod it did not bind: back into its queue,
 	// nominated to the node its preemption makes room on.
 	requeue scheduler.FailureHandlerFn
+	// created are the workload's pods in the simulated cluster, by key.
+	created map[string]*corev1.Pod
+	// fence is the fence pod and the last version written.
+	fence   *corev1.Pod
+	fenceAt int
 }
 
 // maxNominations is how often a pod may preempt before it is reported unschedulable: each
 // preemption evicts pods, and the pod is tried again once they are gone.
 const maxNominations = 3
+
+// fenceName names the fence pod: a pod of the simulated cluster that no scheduler takes (it has
+// a scheduling gate), which the simulation updates to learn that the scheduler's pod handler has
+// handled every earlier write (see settle).
+var fenceName = types.NamespacedName{Namespace: "kube-system", Name: "scheduler-profile-operator-simulation-fence"}
 
 // newSimulation builds the scheduler of cfg on a fake clientset holding objs, starts its
 // informers and waits until its cache holds them.
@@ -180,16 +240,18 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	// below). No extenders: they are not called.
 	cfg.Parallelism = int32(runtime.GOMAXPROCS(0))
 	cfg.Extenders = nil
-	// The clientset without field management: NewClientset's tracker builds a REST mapper on
-	// every request, which took half the CPU of a simulation.
-	s := &simulation{client: fake.NewSimpleClientset(objs...), progress: newProgress()}
+	s := &simulation{progress: newProgress(), created: map[string]*corev1.Pod{}}
 	for _, prof := range cfg.Profiles {
 		s.names = append(s.names, prof.SchedulerName)
 	}
 	s.firstName = s.names[0]
+	s.fence = fencePod(s.firstName)
+	// The clientset without field management: NewClientset's tracker builds a REST mapper on
+	// every request, which took half the CPU of a simulation.
+	s.client = fake.NewSimpleClientset(append(objs, s.fence.DeepCopy())...)
 	s.client.PrependReactor("create", "pods", s.bind)
 	s.client.PrependReactor("delete", "pods", s.evicted)
-	sched, err := profile.NewSchedulerOn(ctx, cfg, nil, s.client)
+	sched, err := profile.NewSchedulerOn(ctx, cfg, withExactPreemption(cfg), s.client)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +259,42 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		sched.Profiles[name] = inOrder{f}
 	}
 	s.sched = sched
+	if err := s.watch(); err != nil {
+		return nil, err
+	}
+	if err := sched.StartInformers(ctx); err != nil {
+		return nil, err
+	}
+	if sched.APIDispatcher != nil {
+		sched.APIDispatcher.Run(klog.FromContext(ctx))
+	}
+	return s, nil
+}
+
+// fencePod is the fence: a pending pod of schedulerName that no scheduler takes, for it has a
+// scheduling gate.
+func fencePod(schedulerName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fenceName.Namespace, Name: fenceName.Name, UID: "simulation/fence", Labels: map[string]string{"version": "0"}},
+		Spec: corev1.PodSpec{
+			SchedulerName:   schedulerName,
+			SchedulingGates: []corev1.PodSchedulingGate{{Name: "schedops.io/simulation-fence"}},
+			Containers:      []corev1.Container{{Name: "fence", Image: "none"}},
+		},
+	}
+}
+
+// watch puts the simulation between the scheduler and what tells it about pods: it records the
+// pods the scheduler takes from its queue, the updates its queue takes, the pods it fails, and
+// the updates of pods in its informer.
+func (s *simulation) watch() error {
+	sched := s.sched
+	queue, ok := sched.SchedulingQueue.(*internalqueue.PriorityQueue)
+	if !ok {
+		return fmt.Errorf("the scheduler's queue is a %T, not upstream's PriorityQueue", sched.SchedulingQueue)
+	}
+	s.queue = queue
+	sched.SchedulingQueue = watchedQueue{SchedulingQueue: queue, s: s}
 	s.requeue = sched.FailureHandler
 	sched.FailureHandler = s.failed
 	next := sched.NextEntity
@@ -212,13 +310,30 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		}
 		return entity, err
 	}
-	if err := sched.StartInformers(ctx); err != nil {
-		return nil, err
+	// A pod's status written by the scheduler (a nomination) reaches the informer's store, which
+	// a wait reads, before any handler hears of it.
+	_, err := sched.Informers.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, _ any) { s.progress.notify() },
+	})
+	return err
+}
+
+// watchedQueue is the scheduler's queue as its event handlers see it: each update of a pending
+// pod, the fence's included, is recorded once the queue has taken it.
+type watchedQueue struct {
+	internalqueue.SchedulingQueue
+	s *simulation
+}
+
+func (q watchedQueue) Update(ctx context.Context, oldPod, newPod *corev1.Pod) {
+	q.SchedulingQueue.Update(ctx, oldPod, newPod)
+	if newPod.Namespace == fenceName.Namespace && newPod.Name == fenceName.Name {
+		if n, err := strconv.Atoi(newPod.Labels["version"]); err == nil {
+			q.s.progress.sawFence(n)
+			return
+		}
 	}
-	if sched.APIDispatcher != nil {
-		sched.APIDispatcher.Run(klog.FromContext(ctx))
-	}
-	return s, nil
+	q.s.progress.notify()
 }
 
 // inOrder is a profile's framework whose Filter step visits the nodes one at a time, in order,
@@ -256,6 +371,10 @@ func (s *simulation) bind(action clienttesting.Action) (bool, k8sruntime.Object,
 	if !ok {
 		return false, nil, nil
 	}
+	if binding.Target.Name == "" {
+		// A cycle that the simulation's limit cut short found no node.
+		return true, nil, fmt.Errorf("binding pod %s/%s to no node", binding.Namespace, binding.Name)
+	}
 	gvr := corev1.SchemeGroupVersion.WithResource("pods")
 	obj, err := s.client.Tracker().Get(gvr, binding.Namespace, binding.Name)
 	if err != nil {
@@ -279,7 +398,7 @@ func (s *simulation) evicted(action clienttesting.Action) (bool, k8sruntime.Obje
 		return false, nil, nil
 	}
 	obj, err := s.client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), del.GetNamespace(), del.GetName())
-	if err == nil {
+	if err == nil && obj.(*corev1.Pod).Spec.NodeName != "" {
 		s.progress.evict(del.GetNamespace()+"/"+del.GetName(), obj.(*corev1.Pod).Spec.NodeName)
 	}
 	return false, nil, nil
@@ -291,8 +410,13 @@ func (s *simulation) evicted(action clienttesting.Action) (bool, k8sruntime.Obje
 // node, so that the pods after it leave that room to it; it is tried again once they are gone.
 func (s *simulation) failed(ctx context.Context, f framework.Framework, podInfo *framework.QueuedPodInfo, status *fwk.Status, nominating *fwk.NominatingInfo, start time.Time) {
 	pod := podInfo.Pod
+	if ctx.Err() != nil {
+		// The simulation stopped at its limit, and the cycle with it: no result of the scheduler.
+		return
+	}
 	if nominating.Mode() == fwk.ModeOverride && nominating.NominatedNodeName != "" && s.progress.nominate(podKey(pod), nominating.NominatedNodeName) <= maxNominations {
 		s.requeue(ctx, f, podInfo, status, nominating, start)
+		s.progress.notify()
 		return
 	}
 	s.sched.SchedulingQueue.Done(pod.UID)
@@ -304,35 +428,36 @@ func (s *simulation) failed(ctx context.Context, f framework.Framework, podInfo 
 	s.progress.decide(PodResult{Pod: pod.Namespace + "/" + pod.Name, SchedulerName: pod.Spec.SchedulerName, Reason: reason})
 }
 
-// scheduleAll creates the pods of each batch in turn and returns where the scheduler put each
-// pod, in the order of the batches. The next batch is created once the scheduler has taken every
-// pod of a batch from its queue, or, for a PodGroup, once it has bound or refused them all.
-func (s *simulation) scheduleAll(ctx context.Context, batches []batch) ([]PodResult, error) {
-	var created []string
+// scheduleAll creates the pods of each batch in turn and has the scheduler schedule them until
+// it has nothing left to do (drain) before it creates the next batch.
+func (s *simulation) scheduleAll(ctx context.Context, batches []batch) error {
 	for _, b := range batches {
 		keys, err := s.create(b.pods)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		created = append(created, keys...)
-		until, reason := s.progress.isTaken, notTaken
-		if b.group {
-			until, reason = s.progress.isDecided, notDecided
+		if err := s.drain(ctx); err != nil {
+			return err
 		}
-		if err := s.progress.wait(ctx, keys, until, reason); err != nil {
-			return nil, err
+		if err := s.holdBack(keys); err != nil {
+			return err
 		}
 	}
-	if err := s.progress.wait(ctx, created, s.progress.isDecided, notDecided); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// results are the results of the pods, in the order of the batches; a pod without one (the
+// simulation stopped at its limit) has none.
+func (s *simulation) results(batches []batch) []PodResult {
 	var out []PodResult
 	for _, b := range batches {
 		for _, pod := range b.pods {
-			out = append(out, s.progress.result(pod))
+			if r, ok := s.progress.result(pod); ok {
+				out = append(out, r)
+			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // create writes the pods of a batch into the fake clientset, where the scheduler's informers
@@ -353,6 +478,7 @@ func (s *simulation) create(pods []*corev1.Pod) ([]string, error) {
 		if err := s.client.Tracker().Create(gvr, pod, pod.Namespace); err != nil {
 			return nil, fmt.Errorf("creating pod %s: %w", key, err)
 		}
+		s.created[key] = pod
 		keys = append(keys, key)
 	}
 	return keys, nil

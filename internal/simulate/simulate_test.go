@@ -22,7 +22,7 @@ import (
 )
 
 // defaultProfile is the scheduler of a SchedulerProfile with an empty spec.
-func defaultProfile(t *testing.T) Profile {
+func defaultProfile(t testing.TB) Profile {
 	t.Helper()
 	cfg, err := profile.Render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, profile.Settings{Namespace: "ns"})
 	if err != nil {
@@ -62,7 +62,7 @@ func TestRunDeterministic(t *testing.T) {
 	}
 	var first []PodResult
 	for run := range 3 {
-		got, err := Run(context.Background(), defaultProfile(t), cluster, &Workload{Pods: pods})
+		got, err := Run(context.Background(), defaultProfile(t), cluster, &Workload{Pods: pods}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestRunQueueOrderAndBindings(t *testing.T) {
 	}}
 	low, high := pod("low", "2"), pod("high", "2")
 	high.Spec.PriorityClassName = "high"
-	got, err := Run(context.Background(), defaultProfile(t), cluster, &Workload{Pods: []*corev1.Pod{low, high}})
+	got, err := Run(context.Background(), defaultProfile(t), cluster, &Workload{Pods: []*corev1.Pod{low, high}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestRunPreemption(t *testing.T) {
 	high.Spec.PriorityClassName = "high"
 	w := &Workload{Pods: []*corev1.Pod{high, later}}
 	for range 3 {
-		got, err := Run(context.Background(), defaultProfile(t), cluster, w)
+		got, err := Run(context.Background(), defaultProfile(t), cluster, w, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestRunPreemption(t *testing.T) {
 func TestRunUnknownPriorityClass(t *testing.T) {
 	p := pod("p", "1")
 	p.Spec.PriorityClassName = "missing"
-	_, err := Run(context.Background(), defaultProfile(t), &Cluster{Objects: []runtime.Object{node("n", "z", "2")}}, &Workload{Pods: []*corev1.Pod{p}})
+	_, err := Run(context.Background(), defaultProfile(t), &Cluster{Objects: []runtime.Object{node("n", "z", "2")}}, &Workload{Pods: []*corev1.Pod{p}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "PriorityClass missing") {
 		t.Errorf("want an error naming PriorityClass missing, got %v", err)
 	}

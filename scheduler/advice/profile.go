@@ -250,11 +250,6 @@ func (p *Profile) args(name string) runtime.Object {
 	return nil
 }
 
-// writtenArgs tells whether the profile as written has args for name.
-func (p *Profile) writtenArgs(name string) bool {
-	return slices.ContainsFunc(p.Written.PluginConfig, func(pc configv1.PluginConfig) bool { return pc.Name == name })
-}
-
 func lowerFirst(s string) string {
 	if s == "" {
 		return s

@@ -146,7 +146,7 @@ func testSimulationMatches(t *testing.T, c simulationCase) {
 	for _, pod := range pods {
 		workload.Pods = append(workload.Pods, pod.DeepCopy())
 	}
-	results, err := simulate.Run(t.Context(), sim.profile, snapshot, workload)
+	results, err := simulate.Run(t.Context(), sim.profile, snapshot, workload, simulate.Options{})
 	if err != nil {
 		t.Fatalf("simulating: %v", err)
 	}

@@ -73,7 +73,7 @@ func TestSimulateLiveCluster(t *testing.T) {
 	if len(workload.Pods) != 2 {
 		t.Fatalf("want the 2 pending pods of scheduler %s in the snapshot, got %d", id, len(workload.Pods))
 	}
-	results, err := simulate.Run(ctx, simulate.Profile{Name: id, Config: cfgYAML.YAML}, cluster, workload)
+	results, err := simulate.Run(ctx, simulate.Profile{Name: id, Config: cfgYAML.YAML}, cluster, workload, simulate.Options{})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}

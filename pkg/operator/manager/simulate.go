@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,8 @@ const (
 	exitUsage = 2
 	// exitUnschedulable is --fail-on-unschedulable's: the profile under test left pods unschedulable.
 	exitUnschedulable = 3
+	// exitLimit: a simulation reached --time-limit; the report says which and how far it got.
+	exitLimit = 4
 )
 
 // defaultZoneLabel is the node label the summary counts pods per zone by.
@@ -48,6 +51,7 @@ type simulateOptions struct {
 	namespace, output, zoneLabel             string
 	columns                                  []string
 	failOnUnschedulable                      bool
+	timeLimit                                time.Duration
 }
 
 // runSimulate is `manager simulate`: it schedules a workload on a snapshot of a cluster with the
@@ -69,6 +73,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	if err := writeReport(stdout, report, o.output, o.columns); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitError
+	}
+	if stopped := report.Stopped(); stopped != nil {
+		fmt.Fprintf(stderr, "profile %s: %s\n", stopped.Profile, stopped.Stopped)
+		return exitLimit
 	}
 	if o.failOnUnschedulable && report.Unschedulable() > 0 {
 		fmt.Fprintf(stderr, "%d of %d pods are unschedulable with %s\n", report.Unschedulable(), len(report.Runs[0].Pods), report.Runs[0].Profile)
@@ -98,12 +106,13 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 		}
 		return nil
 	})
+	fs.DurationVar(&o.timeLimit, "time-limit", simulate.DefaultLimit, fmt.Sprintf("The longest a simulation of one profile may take. One that reaches it stops, and its report says how many pods it decided (exit status %d); nothing else in a simulation depends on time.", exitLimit))
 	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml|html]")
 		fmt.Fprintln(stderr, "Schedules the workload one pod at a time with the scheduler the operator would roll out for the profile,")
 		fmt.Fprintln(stderr, "in this process and without writing to any cluster, and prints each pod's node and a summary.")
-		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable.\n", exitError, exitUsage, exitUnschedulable)
+		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable, %d at --time-limit.\n", exitError, exitUsage, exitUnschedulable, exitLimit)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -135,7 +144,7 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 	if o.compare != "" {
 		files = append(files, o.compare)
 	}
-	var inputs []simulate.Input
+	report := &simulate.Report{}
 	for _, file := range files {
 		p, names, err := loadSimulationProfile(file, o.namespace)
 		if err != nil {
@@ -148,9 +157,21 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		inputs = append(inputs, simulate.Input{Profile: p, Workload: workload})
+		results, err := simulate.Run(ctx, p, cluster, workload, simulate.Options{Limit: o.timeLimit})
+		var limit *simulate.LimitError
+		if err != nil && !errors.As(err, &limit) {
+			return nil, err
+		}
+		run := simulate.NewRunReport(p.Name, cluster, workload, results, o.columns, o.zoneLabel)
+		if limit != nil {
+			run.Stopped = limit.Error()
+		}
+		report.Runs = append(report.Runs, run)
 	}
-	return simulate.Simulate(ctx, cluster, inputs, o.columns, o.zoneLabel)
+	if len(report.Runs) > 1 {
+		report.Moved = simulate.Compare(report.Runs[0], report.Runs[1])
+	}
+	return report, nil
 }
 
 // workload is the workload file's pods, or the cluster's pending pods for schedulerNames.

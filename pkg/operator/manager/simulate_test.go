@@ -234,3 +234,21 @@ func TestSimulateAdvice(t *testing.T) {
 		t.Errorf("want the report alone on stdout, got:\n%s", stdout.String())
 	}
 }
+
+// TestSimulateTimeLimit: a simulation that reaches --time-limit prints its report, which says it
+// stopped and how far it got, names it on stderr and exits with status 4.
+func TestSimulateTimeLimit(t *testing.T) {
+	atRoot(t)
+	var stdout, stderr bytes.Buffer
+	args := []string{"-f", sample + "binpack.yaml", "--cluster", simCluster, "--workload", simWorkload, "--time-limit", "1ns"}
+	if code := runSimulate(args, &stdout, &stderr); code != exitLimit {
+		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitLimit, stderr.String())
+	}
+	const stopped = "the simulation stopped at its time limit of 1ns, with 0 of 7 pods decided: the other 7 were not simulated"
+	if !strings.Contains(stdout.String(), "STOPPED: "+stopped) {
+		t.Errorf("the report does not say the simulation stopped:\n%s", stdout.String())
+	}
+	if want := "profile binpack: " + stopped + "\n"; stderr.String() != want {
+		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	}
+}

@@ -1,0 +1,307 @@
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+const zoneLabel = "topology.kubernetes.io/zone"
+
+// priorities are the values of the test's PriorityClasses.
+var priorities = map[string]int32{"low": 10, "mid": 100, "high": 1000}
+
+// running is a pod the cluster runs on node, of priority class class, with its priority set as
+// admission sets it.
+func running(name, node, cpu, class string) *corev1.Pod {
+	p := pod(name, cpu)
+	p.Namespace, p.Spec.NodeName, p.Status.Phase = "default", node, corev1.PodRunning
+	p.Spec.PriorityClassName = class
+	p.Spec.Priority = ptr.To(priorities[class])
+	return p
+}
+
+func priorityClass(name string) *schedulingv1.PriorityClass {
+	return &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: priorities[name]}
+}
+
+// twoPreemptorsCase is the case of issue 37: two high-priority pods that fit only where
+// low-priority pods run, on two identical nodes, so that each must preempt on a different node,
+// the first with a tie between the two; a third node is full of pods it may not preempt. A real
+// scheduler binds both, preempting four pods; the low-priority pods of the workload after them
+// find no room.
+func twoPreemptorsCase() (*Cluster, *Workload) {
+	c := &Cluster{Objects: []k8sruntime.Object{
+		node("node-a", "zone-a", "4"), node("node-b", "zone-b", "4"), node("node-c", "zone-a", "4"),
+		priorityClass("low"), priorityClass("high"),
+		running("low-a1", "node-a", "2", "low"), running("low-a2", "node-a", "2", "low"),
+		running("low-b1", "node-b", "2", "low"), running("low-b2", "node-b", "2", "low"),
+		running("high-c1", "node-c", "4", "high"),
+	}}
+	w := &Workload{}
+	for _, name := range []string{"urgent-1", "urgent-2"} {
+		p := pod(name, "4")
+		p.Spec.PriorityClassName = "high"
+		w.Pods = append(w.Pods, p)
+	}
+	for i := range 3 {
+		p := pod(fmt.Sprintf("batch-%d", i), "1")
+		p.Spec.PriorityClassName = "low"
+		w.Pods = append(w.Pods, p)
+	}
+	return c, w
+}
+
+// tiesCase is 24 identical nodes in three zones and 40 pods of a few sizes: most choices are
+// between nodes of equal score.
+func tiesCase() (*Cluster, *Workload) {
+	c := &Cluster{}
+	for i := range 24 {
+		c.Objects = append(c.Objects, node(fmt.Sprintf("node-%02d", i), fmt.Sprintf("zone-%d", i%3), "4"))
+	}
+	w := &Workload{}
+	sizes := []string{"500m", "1", "1500m", "250m"}
+	for i := range 40 {
+		w.Pods = append(w.Pods, pod(fmt.Sprintf("p-%02d", i), sizes[i%len(sizes)]))
+	}
+	return c, w
+}
+
+// gangCase is two gangs and a pod on four identical nodes of one CPU: the gang of three 1-CPU
+// pods binds, one pod per node; the gang of two that comes next finds one node left and is
+// unschedulable as a whole; the single pod after it takes that node.
+func gangCase() (*Cluster, *Workload) {
+	c := &Cluster{}
+	for i := range 4 {
+		c.Objects = append(c.Objects, node(fmt.Sprintf("small-%d", i), "zone-a", "1"))
+	}
+	w := &Workload{}
+	for _, g := range []struct {
+		name string
+		size int
+	}{{"training", 3}, {"eval", 2}} {
+		w.Controllers = append(w.Controllers, &schedulingv1beta1.PodGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: g.name},
+			Spec:       schedulingv1beta1.PodGroupSpec{SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: int32(g.size)}}},
+		})
+		for i := range g.size {
+			p := pod(fmt.Sprintf("%s-%d", g.name, i), "1")
+			p.Namespace = "default"
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(g.name)}
+			w.Pods = append(w.Pods, p)
+		}
+	}
+	w.Pods = append(w.Pods, pod("single", "1"))
+	return c, w
+}
+
+// gangProfile is a profile with the GenericWorkload gate, which schedules PodGroups as gangs.
+func gangProfile(t testing.TB) Profile {
+	t.Helper()
+	gates := map[string]bool{"GenericWorkload": true}
+	cfg, err := profile.Render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "gang"}, Spec: v1alpha1.SchedulerProfileSpec{Scheduler: v1alpha1.SchedulerSettings{FeatureGates: gates}}}, profile.Settings{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Profile{Name: "gang", Config: cfg.YAML, FeatureGates: gates}
+}
+
+// simulateReport runs the default profile, or the gang profile for a workload with PodGroups,
+// and returns its report.
+func simulateReport(t testing.TB, c *Cluster, w *Workload) RunReport {
+	t.Helper()
+	p := defaultProfile(t)
+	if len(w.Controllers) > 0 {
+		p = gangProfile(t)
+	}
+	results, err := Run(context.Background(), p, c, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewRunReport("default", c, w, results, []string{zoneLabel}, zoneLabel)
+}
+
+// busy keeps every core busy with spinning goroutines, twice over, until the returned stop is
+// called: the scheduler's goroutines then wait for a core, as on a loaded machine.
+func busy() (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range 2 * runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			x := 1
+			for !done.Load() {
+				for range 10000 {
+					x = x*31 + 7
+				}
+			}
+			_ = x
+		})
+	}
+	return func() {
+		done.Store(true)
+		wg.Wait()
+	}
+}
+
+// TestRepeatableUnderLoad runs each case 20 times while every core is busy and wants the same
+// report each time; and, for the preemption case, the outcome a real scheduler has.
+func TestRepeatableUnderLoad(t *testing.T) {
+	const runs = 20
+	cases := []struct {
+		name  string
+		setup func() (*Cluster, *Workload)
+		check func(t *testing.T, r RunReport)
+	}{
+		{"two preemptors", twoPreemptorsCase, func(t *testing.T, r RunReport) {
+			byPod := map[string]PodReport{}
+			for _, p := range r.Pods {
+				byPod[p.Pod] = p
+			}
+			a, b := byPod["default/urgent-1"], byPod["default/urgent-2"]
+			if a.Node == "" || b.Node == "" || a.Node == b.Node || a.Node == "node-c" || b.Node == "node-c" {
+				t.Fatalf("want urgent-1 and urgent-2 bound to node-a and node-b, one each; got %q and %q (%s; %s)", a.Node, b.Node, a.Reason, b.Reason)
+			}
+			if len(a.Preempted) != 2 || len(b.Preempted) != 2 || r.Summary.Preempted != 4 {
+				t.Fatalf("want two pods preempted by each, four in all; got %v, %v, %d", a.Preempted, b.Preempted, r.Summary.Preempted)
+			}
+			if r.Summary.Bound != 2 || r.Summary.Unschedulable != 3 {
+				t.Fatalf("want 2 bound and the 3 batch pods unschedulable; got %d and %d", r.Summary.Bound, r.Summary.Unschedulable)
+			}
+		}},
+		{"gangs", gangCase, func(t *testing.T, r RunReport) {
+			nodes := map[string]string{}
+			for _, p := range r.Pods {
+				nodes[p.Pod] = p.Node
+				if p.Node == "" {
+					t.Logf("%s: %s", p.Pod, p.Reason)
+				}
+			}
+			used := map[string]bool{nodes["default/training-0"]: true, nodes["default/training-1"]: true, nodes["default/training-2"]: true, nodes["default/single"]: true}
+			if len(used) != 4 || used[""] || nodes["default/eval-0"] != "" || nodes["default/eval-1"] != "" {
+				t.Fatalf("want the training gang and the single pod on the four nodes, one each, and the eval gang unschedulable; got %v", nodes)
+			}
+		}},
+		{"ties between identical nodes", tiesCase, func(t *testing.T, r RunReport) {
+			if r.Summary.Bound != 40 {
+				t.Fatalf("want all 40 pods bound, got %d", r.Summary.Bound)
+			}
+		}},
+	}
+	stop := busy()
+	defer stop()
+	start := time.Now()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, w := tc.setup()
+			first := simulateReport(t, c, w)
+			tc.check(t, first)
+			for run := 1; run < runs; run++ {
+				if diff := cmp.Diff(first, simulateReport(t, c, w)); diff != "" {
+					t.Fatalf("run %d of %d under load differs from the first (-first +this):\n%s", run+1, runs, diff)
+				}
+			}
+		})
+	}
+	t.Logf("%d cases × %d runs with %d spinning goroutines on GOMAXPROCS=%d: %s", len(cases), runs, 2*runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0), time.Since(start).Round(time.Millisecond))
+}
+
+// randomCase is a cluster and a workload drawn from seed: nodes of a few sizes in up to three
+// zones, some running pods of two priorities, and pending pods of three priorities, a few with
+// a zone spread constraint, so that preemption, spreading and ties all occur.
+func randomCase(seed uint64) (*Cluster, *Workload) {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	c := &Cluster{Objects: []k8sruntime.Object{priorityClass("low"), priorityClass("mid"), priorityClass("high")}}
+	classes := []string{"low", "mid", "high"}
+	cpus := []string{"2", "4", "8"}
+	zones := 1 + r.IntN(3)
+	nodes := 2 + r.IntN(10)
+	for i := range nodes {
+		name := fmt.Sprintf("node-%02d", i)
+		c.Objects = append(c.Objects, node(name, fmt.Sprintf("zone-%d", i%zones), cpus[r.IntN(len(cpus))]))
+		for j := range r.IntN(3) {
+			c.Objects = append(c.Objects, running(fmt.Sprintf("run-%02d-%d", i, j), name, "1", classes[r.IntN(2)]))
+		}
+	}
+	w := &Workload{}
+	for i := range 5 + r.IntN(30) {
+		p := pod(fmt.Sprintf("p-%02d", i), []string{"250m", "1", "2", "3"}[r.IntN(4)])
+		p.Spec.PriorityClassName = classes[r.IntN(len(classes))]
+		if r.IntN(4) == 0 {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+				MaxSkew: 1, TopologyKey: zoneLabel, WhenUnsatisfiable: corev1.ScheduleAnyway,
+				LabelSelector: &metav1.LabelSelector{MatchLabels: p.Labels},
+			}}
+		}
+		w.Pods = append(w.Pods, p)
+	}
+	return c, w
+}
+
+// FuzzRunRepeatable: for any cluster and workload randomCase draws, two simulations give the
+// same report. `go test` runs the seeds below; `go test -fuzz FuzzRunRepeatable` draws more.
+func FuzzRunRepeatable(f *testing.F) {
+	for seed := range uint64(8) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		c, w := randomCase(seed)
+		first := simulateReport(t, c, w)
+		if len(first.Pods) != len(w.Pods) {
+			t.Fatalf("seed %d: %d results for %d pods", seed, len(first.Pods), len(w.Pods))
+		}
+		if diff := cmp.Diff(first, simulateReport(t, c, w)); diff != "" {
+			t.Fatalf("seed %d: the second run differs (-first +second):\n%s", seed, diff)
+		}
+	})
+}
+
+// TestRunLimit: a simulation that reaches its limit returns a LimitError with the pods decided
+// until then, and the report says it stopped instead of giving the others a result.
+func TestRunLimit(t *testing.T) {
+	c, w := tiesCase()
+	for i := range 5000 {
+		w.Pods = append(w.Pods, pod(fmt.Sprintf("more-%04d", i), "10m"))
+	}
+	results, err := Run(context.Background(), defaultProfile(t), c, w, Options{Limit: 500 * time.Millisecond})
+	var limit *LimitError
+	if !errors.As(err, &limit) {
+		t.Fatalf("want a LimitError, got %v", err)
+	}
+	if limit.Pods != len(w.Pods) || limit.Decided != len(results) || limit.Decided >= limit.Pods {
+		t.Fatalf("LimitError %+v for %d results of %d pods", limit, len(results), len(w.Pods))
+	}
+	for _, r := range results {
+		if r.Node == "" {
+			t.Fatalf("pod %s has no node (%s): only decided pods have a result, and these all fit", r.Pod, r.Reason)
+		}
+	}
+	t.Logf("%d of %d pods decided in 500ms", limit.Decided, limit.Pods)
+	run := NewRunReport("default", c, w, results, nil, zoneLabel)
+	run.Stopped = limit.Error()
+	var text strings.Builder
+	if err := (&Report{Runs: []RunReport{run}}).WriteText(&text, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("STOPPED: the simulation stopped at its time limit of 500ms, with %d of %d pods decided: the other %d were not simulated", limit.Decided, limit.Pods, limit.Pods-limit.Decided)
+	if !strings.Contains(text.String(), want) || run.Summary.NotSimulated != limit.Pods-limit.Decided {
+		t.Fatalf("the report does not say the simulation stopped (want %q, %d not simulated):\n%s", want, limit.Pods-limit.Decided, text.String())
+	}
+}

@@ -35,6 +35,7 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 		upgradeStops.WithLabelValues("SchedulerProfile", after.Name).Inc()
 		r.recorder.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
 	}
+	r.recordPreviewEvent(before, after)
 	if rolloutStarted(before, after) {
 		r.recorder.Eventf(after, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 			"Rolling out the configuration %s to Deployment %s", after.Status.ConfigMapName, after.Status.DeploymentName)

@@ -53,6 +53,9 @@ type ManagerOptions struct {
 	// MaxConcurrentReconciles is how many passes each controller (profiles, Schedulers) runs at
 	// once; 0 is DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
+	// Preview bounds the previews of profiles' changes; zero fields take the defaults
+	// (DefaultPreviewMaxPods, DefaultPreviewTimeout).
+	Preview PreviewOptions
 	// MaxMembersPerScheduler is how many profiles a Scheduler serves; 0 is
 	// MaxMembersPerScheduler. Not a flag: tests set a small one.
 	MaxMembersPerScheduler int
@@ -109,6 +112,9 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	reconciler.settings.allowedPriorityClasses, reconciler.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
 	reconciler.settings.caps = o.SchedulerPodCaps
 	reconciler.workers = o.MaxConcurrentReconciles
+	if reconciler.previews, err = setupPreviews(mgr, o.Preview); err != nil {
+		return err
+	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}

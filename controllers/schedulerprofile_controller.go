@@ -64,6 +64,8 @@ type SchedulerProfileReconciler struct {
 	versions *serverVersion
 	// workers is how many profiles are reconciled at once; 0 is DefaultMaxConcurrentReconciles.
 	workers int
+	// previews runs the previews of changes; nil runs none.
+	previews *previewer
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
@@ -100,7 +102,9 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
 		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
 		// The status counts the Namespaces assigned to the profile's scheduler name.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// A finished preview decides a guarded change and goes into the status.
+		WatchesRawSource(r.previews.source())
 	// The advice of every profile follows the nodes' labels and the PriorityClasses.
 	return r.watchCluster(b).Complete(r)
 }
@@ -181,6 +185,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		if apierrors.IsNotFound(err) {
 			// Its objects are garbage-collected through their owner references.
 			forgetMetrics(req.Name)
+			r.previews.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -265,6 +270,10 @@ type observation struct {
 	adviceFailed  string
 	// assigned are the Namespaces assigned to the scheduler name.
 	assigned schedulingv1alpha1.AssignedNamespaces
+	// preview holds a change back for its preview (spec.rollout.preview), and previewed is the
+	// latest preview that finished, nil when none did since the operator started.
+	preview   previewGate
+	previewed *schedulingv1alpha1.PreviewStatus
 }
 
 // reconcile runs the steps of one pass. An invalid or conflicting profile touches nothing: the
@@ -276,6 +285,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	proc := dedicatedProcess(p, obs.schedulerName)
 	obs.process = proc
+	obs.previewed = r.previews.status(p.Name)
 	st := rolloutStateOf(p.Status.ProcessStatus)
 	obs.rollout = st
 	var err error
@@ -314,6 +324,9 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, err
 	}
 	obs.config = cfg
+	if obs.preview, err = r.preview(ctx, p, proc, cfg, obs.deployment); err != nil || obs.preview.held() {
+		return obs, err
+	}
 	defer r.lockUpgrade(obs.deployment)()
 	if obs.deployment, obs.rollout, err = r.run(ctx, proc, cfg, st); err != nil {
 		obs.rollout = st

@@ -40,6 +40,7 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	setProgressingCondition(p, obs)
 	setDegradedCondition(p, obs)
 	setAdvisoryCondition(p, obs)
+	setPreviewStatus(p, obs)
 }
 
 func setCondition(p *schedulingv1alpha1.SchedulerProfile, typ string, status metav1.ConditionStatus, reason, message string) {
@@ -113,6 +114,7 @@ func availability(d *appsv1.Deployment) (metav1.ConditionStatus, string, string)
 func setProgressingCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	status, reason, message := progress(obs.deployment, p.Status.ConfigHash, p.Status.ConfigMapName)
 	status, reason, message = upgradeProgress(obs.rollout.upgrade, status, reason, message)
+	status, reason, message = previewProgress(obs.preview, status, reason, message)
 	setCondition(p, schedulingv1alpha1.ConditionProgressing, status, reason, message)
 }
 

@@ -90,6 +90,15 @@ const (
 	// ReasonUpgradeStopped means the operator's new scheduler image was rolled back on another
 	// scheduler, so the upgrade stopped and this scheduler stays on the image that works.
 	ReasonUpgradeStopped = "UpgradeStopped"
+	// ReasonPreviewRunning means spec.rollout.preview.mode is Guard and the change waits for its
+	// preview; the running scheduler keeps its configuration meanwhile.
+	ReasonPreviewRunning = "PreviewRunning"
+	// ReasonPreviewRefused means spec.rollout.preview.mode is Guard and the change's preview
+	// left more of the profile's pods unschedulable than the running configuration does, by
+	// more than maxNewlyUnschedulable (or ran out of its time budget, or failed): the change is
+	// not rolled out and the running scheduler keeps running. The message names a few of the
+	// pods with the scheduler's reason; changing the spec, or the mode, decides again.
+	ReasonPreviewRefused = "PreviewRefused"
 )
 
 // Reasons of the Advisory condition.

@@ -104,6 +104,11 @@ type SchedulerProfileSpec struct {
 	// runs its own scheduler Deployment.
 	// +optional
 	SchedulerRef SchedulerReference `json:"schedulerRef,omitzero"`
+
+	// rollout sets how a change of the configuration rolls out: whether it is previewed, and
+	// whether its preview may stop it. Only a profile with a scheduler of its own is previewed.
+	// +optional
+	Rollout RolloutSettings `json:"rollout,omitzero"`
 }
 
 // SchedulerReference names a Scheduler.
@@ -496,6 +501,10 @@ type SchedulerProfileStatus struct {
 	// their scheduling.schedops.io/scheduler-name label, dry-run ones included; absent when none.
 	// +optional
 	AssignedNamespaces AssignedNamespaces `json:"assignedNamespaces,omitzero"`
+
+	// preview is the latest preview of a change of the configuration (spec.rollout.preview).
+	// +optional
+	Preview PreviewStatus `json:"preview,omitzero"`
 
 	// ProcessStatus names the objects and rollouts of the scheduler process that serves the
 	// profile: its own, or its Scheduler's.

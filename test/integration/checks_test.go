@@ -39,6 +39,9 @@ func checkStatusNames(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, sche
 			// Set once the Deployment is available, which this check does not wait for.
 			LastAvailableRevision: st.LastAvailableRevision,
 		},
+		// Written when the preview of the change ends, which this check does not wait for
+		// (test/integration/preview_test.go checks it).
+		Preview: st.Preview,
 	}
 	if diff := cmp.Diff(want, st); diff != "" {
 		t.Errorf("Status of %s (-want +got):\n%s", p.Name, diff)

@@ -91,6 +91,21 @@ func TestManagerOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "preview bounds",
+			args: []string{"--preview-max-pods=500", "--preview-timeout=30s"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second},
+			},
+		},
+		{
+			name:    "preview without pods",
+			args:    []string{"--preview-max-pods=0"},
+			env:     env,
+			wantErr: "--preview-max-pods and --preview-timeout must be positive",
+		},
+		{
 			name: "concurrent reconciles",
 			args: []string{"--max-concurrent-reconciles=4"},
 			env:  env,
@@ -137,6 +152,9 @@ func TestManagerOptions(t *testing.T) {
 			}
 			if tc.want.UpgradeMaxInFlight == 0 {
 				tc.want.UpgradeMaxInFlight = controllers.DefaultUpgradeMaxInFlight
+			}
+			if tc.want.Preview == (controllers.PreviewOptions{}) {
+				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout}
 			}
 			if tc.want.MaxConcurrentReconciles == 0 {
 				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles

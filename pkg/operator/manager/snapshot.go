@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -87,10 +86,5 @@ func liveCluster(ctx context.Context, kubeconfig string) (*simulate.Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	c := &simulate.Cluster{}
-	_, err = simulate.Snapshot(ctx, client, simulate.SnapshotOptions{}, func(obj runtime.Object) error {
-		c.Objects = append(c.Objects, obj)
-		return nil
-	})
-	return c, err
+	return simulate.LiveCluster(ctx, client)
 }

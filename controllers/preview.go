@@ -1,0 +1,519 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/simulate"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// A preview reads what scheduling reads of the whole cluster, page by page, from the apiserver:
+// the operator's cache holds only the objects it manages.
+// +kubebuilder:rbac:groups="",resources=nodes;pods;namespaces;services;persistentvolumes;persistentvolumeclaims,verbs=list
+// +kubebuilder:rbac:groups=apps,resources=replicasets;statefulsets,verbs=list
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses;podgroups,verbs=list
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=list
+
+// Defaults of the bounds of a preview (PreviewOptions), which the operator's flags can change.
+const (
+	// DefaultPreviewMaxPods is how many of a profile's pods a preview simulates: the first in
+	// queue order. 2,000 pods on 1,000 nodes take seconds of one core per configuration.
+	DefaultPreviewMaxPods = 2000
+	// DefaultPreviewTimeout is how long one preview, the read of the cluster and both
+	// simulations, may take before it is given up.
+	DefaultPreviewTimeout = 2 * time.Minute
+)
+
+// outOfTime begins status.preview.incomplete of a preview that ran out of its time budget.
+const outOfTime = "the preview ran out of its time budget"
+
+// maxPreviewPods is how many newly unschedulable pods status.preview and a refusal name.
+const maxPreviewPods = 3
+
+// eventReasonPreview is the reason of the event that sums a preview up.
+const eventReasonPreview = "Preview"
+
+// PreviewOptions bound the previews of changes; zero fields take the defaults.
+type PreviewOptions struct {
+	// MaxPods caps the pods a preview simulates (DefaultPreviewMaxPods).
+	MaxPods int
+	// Timeout is a preview's time budget (DefaultPreviewTimeout).
+	Timeout time.Duration
+}
+
+func (o PreviewOptions) withDefaults() PreviewOptions {
+	if o.MaxPods <= 0 {
+		o.MaxPods = DefaultPreviewMaxPods
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultPreviewTimeout
+	}
+	return o
+}
+
+// previewKey names a preview: a profile's change from one configuration to another. from is ""
+// for a profile that runs none.
+type previewKey struct {
+	uid      types.UID
+	from, to string
+}
+
+// previewRequest is a preview to run for the profile name.
+type previewRequest struct {
+	key  previewKey
+	name string
+	// schedulerName chooses the pods; running is the configuration that runs, nil for none.
+	schedulerName string
+	running       *simulate.Profile
+	next          simulate.Profile
+}
+
+// previewOutcome is a finished preview: its status, and how many more pods the new
+// configuration leaves unschedulable. decided is false when no comparison came out of it (the
+// time budget ran out, or it failed).
+type previewOutcome struct {
+	status  schedulingv1alpha1.PreviewStatus
+	added   int
+	decided bool
+	// retryAt is when a failed preview is run again; zero for one that did not fail.
+	retryAt time.Time
+}
+
+// retryDue tells whether a failed preview should run again at now.
+func (o *previewOutcome) retryDue(now time.Time) bool {
+	return !o.retryAt.IsZero() && !now.Before(o.retryAt)
+}
+
+// previewRetry is how long after a failed preview (the apiserver unreachable, a list refused)
+// the same change is previewed again.
+const previewRetry = time.Minute
+
+// previewer runs the previews of changes, one at a time, outside the reconcilers' passes, and
+// keeps the latest outcome of each profile. A profile's newer change cancels its older
+// preview. When a preview ends, the profile is enqueued through events.
+type previewer struct {
+	client kubernetes.Interface
+	opts   PreviewOptions
+	events chan event.GenericEvent
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	latest  map[string]*previewOutcome
+	keys    map[string]previewKey
+	queue   []previewRequest
+	running *previewRequest
+	cancel  context.CancelCauseFunc
+	// now is the clock of retries.
+	now func() time.Time
+}
+
+// errSuperseded cancels a preview for a newer change of the same profile.
+var errSuperseded = errors.New("a newer change of the profile is previewed")
+
+func newPreviewer(c kubernetes.Interface, opts PreviewOptions) *previewer {
+	return &previewer{
+		client: c, opts: opts.withDefaults(),
+		events: make(chan event.GenericEvent, 16), wake: make(chan struct{}, 1),
+		latest: map[string]*previewOutcome{}, keys: map[string]previewKey{},
+		now: time.Now,
+	}
+}
+
+// source enqueues the profile of each finished preview; without a previewer, nothing.
+func (pv *previewer) source() source.Source {
+	events := make(chan event.GenericEvent)
+	if pv != nil {
+		events = pv.events
+	}
+	return source.Channel(events, &handler.EnqueueRequestForObject{})
+}
+
+// outcome is the profile's outcome of the preview key, nil when there is none (yet).
+func (pv *previewer) outcome(key previewKey, name string) *previewOutcome {
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	if pv.keys[name] != key {
+		return nil
+	}
+	return pv.latest[name]
+}
+
+// status is the status of the profile's latest finished preview, nil when none finished since
+// the operator started.
+func (pv *previewer) status(name string) *schedulingv1alpha1.PreviewStatus {
+	if pv == nil {
+		return nil
+	}
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	if o := pv.latest[name]; o != nil {
+		return &o.status
+	}
+	return nil
+}
+
+// forget drops what is known of a deleted profile, and cancels its preview.
+func (pv *previewer) forget(name string) {
+	if pv == nil {
+		return
+	}
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	delete(pv.latest, name)
+	delete(pv.keys, name)
+	pv.queue = slices.DeleteFunc(pv.queue, func(r previewRequest) bool { return r.name == name })
+	if pv.running != nil && pv.running.name == name {
+		pv.cancel(errSuperseded)
+	}
+}
+
+// request asks for a preview unless it finished, runs or waits already. It replaces the
+// profile's waiting request, and cancels its running preview, of another change.
+func (pv *previewer) request(req previewRequest) {
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	if o := pv.latest[req.name]; pv.keys[req.name] == req.key && o != nil && !o.retryDue(pv.now()) {
+		return
+	}
+	if pv.running != nil && pv.running.name == req.name {
+		if pv.running.key == req.key {
+			return
+		}
+		pv.cancel(errSuperseded)
+	}
+	i := slices.IndexFunc(pv.queue, func(r previewRequest) bool { return r.name == req.name })
+	switch {
+	case i < 0:
+		pv.queue = append(pv.queue, req)
+	case pv.queue[i].key != req.key:
+		pv.queue[i] = req
+	}
+	select {
+	case pv.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the previews one at a time until ctx ends: the manager runs it on its leader.
+func (pv *previewer) Start(ctx context.Context) error {
+	for {
+		req, pctx, ok := pv.next(ctx)
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-pv.wake:
+				continue
+			}
+		}
+		o, keep := pv.run(pctx, req)
+		pv.finish(req, o, keep)
+		if keep {
+			select {
+			case pv.events <- profileEvent(req.name):
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// next takes the oldest waiting request and marks it running.
+func (pv *previewer) next(ctx context.Context) (previewRequest, context.Context, bool) {
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	if len(pv.queue) == 0 || ctx.Err() != nil {
+		return previewRequest{}, nil, false
+	}
+	req := pv.queue[0]
+	pv.queue = pv.queue[1:]
+	pctx, cancel := context.WithCancelCause(ctx)
+	pv.running, pv.cancel = &req, cancel
+	return req, pctx, true
+}
+
+// finish records a preview's outcome, unless it was cancelled.
+func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	pv.cancel(nil)
+	pv.running, pv.cancel = nil, nil
+	if !keep {
+		return
+	}
+	pv.latest[req.name], pv.keys[req.name] = o, req.key
+	if o.status.Failure != "" {
+		// The profile's pass after the retry delay asks for the preview again.
+		o.retryAt = pv.now().Add(previewRetry)
+		time.AfterFunc(previewRetry, func() {
+			select {
+			case pv.events <- profileEvent(req.name):
+			default:
+			}
+		})
+	}
+}
+
+// profileEvent enqueues the profile name.
+func profileEvent(name string) event.GenericEvent {
+	return event.GenericEvent{Object: &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// run reads the cluster and previews the change within the time budget. keep is false when a
+// newer change, or the operator's stop, cancelled it.
+func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutcome, bool) {
+	start := time.Now()
+	budget, cancel := context.WithTimeoutCause(ctx, pv.opts.Timeout, context.DeadlineExceeded)
+	defer cancel()
+	var res *simulate.ProfilePreview
+	cluster, err := simulate.LiveCluster(budget, pv.client)
+	if err == nil {
+		// Each simulation may take half of what is left; one that reaches it reports what it
+		// decided until then.
+		deadline, _ := budget.Deadline()
+		limit := max(time.Until(deadline)/2, time.Millisecond)
+		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerName, req.running, req.next, pv.opts.MaxPods, simulate.Options{Limit: limit})
+	}
+	if ctx.Err() != nil {
+		return nil, false
+	}
+	var incomplete string
+	if budget.Err() != nil {
+		incomplete = fmt.Sprintf("%s of %s (--preview-timeout); nothing was decided", outOfTime, pv.opts.Timeout)
+		err = nil
+	}
+	o := newPreviewOutcome(req.key, res, err, incomplete, pv.opts.MaxPods, start, time.Since(start))
+	log.FromContext(ctx).V(1).Info("Previewed a change", "SchedulerProfile", req.name, "from", req.key.from, "to", req.key.to, "pods", o.status.Pods, "added", o.added)
+	return o, true
+}
+
+// newPreviewOutcome turns a preview that started at start and took took, with its result, or
+// its error or the bound that cut it short, into its outcome.
+func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, incomplete string, maxPods int, start time.Time, took time.Duration) *previewOutcome {
+	o := &previewOutcome{status: schedulingv1alpha1.PreviewStatus{
+		From: schedulingv1alpha1.PreviewRun{ConfigHash: key.from},
+		To:   schedulingv1alpha1.PreviewRun{ConfigHash: key.to},
+		// In seconds, as the apiserver keeps it: a finer time would differ from the written
+		// status on every pass, and have it written again.
+		StartTime:            metav1.NewTime(start.Truncate(time.Second)),
+		DurationMilliseconds: took.Milliseconds(),
+	}}
+	switch {
+	case incomplete != "":
+		o.status.Incomplete = incomplete
+		return o
+	case err != nil:
+		o.status.Failure = bounded(err.Error(), maxRolloutFailure)
+		return o
+	}
+	o.decided, o.added = true, res.AddedUnschedulable()
+	st := &o.status
+	st.Pods, st.Moved = int32(res.Pods), int32(len(res.Moved))
+	st.To.Unschedulable, st.To.NodesUsed = int32(res.New.Unschedulable), int32(res.New.NodesUsed)
+	stopped := res.New.Stopped
+	if res.Running != nil {
+		st.From.Unschedulable, st.From.NodesUsed = int32(res.Running.Unschedulable), int32(res.Running.NodesUsed)
+		stopped = cmp.Or(res.Running.Stopped, stopped)
+	}
+	for _, p := range res.NewlyUnschedulable[:min(len(res.NewlyUnschedulable), maxPreviewPods)] {
+		st.NewlyUnschedulable = append(st.NewlyUnschedulable, schedulingv1alpha1.PreviewPod{Pod: p.Pod, Reason: bounded(p.Reason, 1024)})
+	}
+	switch {
+	case stopped != "":
+		// Counts of the pods decided until the limit compare nothing: Guard refuses.
+		o.decided = false
+		st.Incomplete = bounded(fmt.Sprintf("%s (--preview-timeout); nothing was decided: %s", outOfTime, stopped), 1024)
+	case res.Total > res.Pods:
+		st.Incomplete = fmt.Sprintf("the first %d of the profile's %d pods in queue order were simulated (--preview-max-pods %d)", res.Pods, res.Total, maxPods)
+	}
+	return o
+}
+
+// previewGate is what the preview of a change says of its rollout: held when reason is set.
+type previewGate struct {
+	reason, message string
+}
+
+// held tells whether the change waits, or is refused.
+func (g previewGate) held() bool { return g.reason != "" }
+
+// decidePreview is the rule of spec.rollout.preview: in Guard mode, a change rolls out once its
+// preview leaves at most maxNewlyUnschedulable more pods unschedulable than the running
+// configuration; a preview that decided nothing (time budget, failure) refuses it. Other modes
+// never hold a change.
+func decidePreview(s schedulingv1alpha1.PreviewSettings, o *previewOutcome) previewGate {
+	if previewMode(s) != schedulingv1alpha1.PreviewGuard {
+		return previewGate{}
+	}
+	const keeps = "; it is not rolled out and the running scheduler keeps its configuration"
+	switch {
+	case o == nil:
+		return previewGate{schedulingv1alpha1.ReasonPreviewRunning, "Guard: the change waits for its preview; the running scheduler keeps its configuration meanwhile"}
+	case !o.decided:
+		why := o.status.Incomplete
+		if why == "" {
+			why = "the preview failed: " + o.status.Failure
+		}
+		return previewGate{schedulingv1alpha1.ReasonPreviewRefused, "Guard: " + why + keeps + "; set spec.rollout.preview.mode to Report to roll it out"}
+	}
+	maxAdded := 0
+	if s.MaxNewlyUnschedulable != nil {
+		maxAdded = int(*s.MaxNewlyUnschedulable)
+	}
+	if o.added <= maxAdded {
+		return previewGate{}
+	}
+	var pods []string
+	for _, p := range o.status.NewlyUnschedulable {
+		pods = append(pods, p.Pod+" ("+p.Reason+")")
+	}
+	than := "than the running configuration"
+	if o.status.From.ConfigHash == "" {
+		than = "while no scheduler runs them"
+	}
+	return previewGate{schedulingv1alpha1.ReasonPreviewRefused, fmt.Sprintf(
+		"Guard: the preview leaves %d more of the profile's %d pods unschedulable %s, more than maxNewlyUnschedulable %d%s: %s",
+		o.added, o.status.Pods, than, maxAdded, keeps, strings.Join(pods, "; "))}
+}
+
+// previewMode is the mode of s, Report when unset.
+func previewMode(s schedulingv1alpha1.PreviewSettings) schedulingv1alpha1.PreviewMode {
+	if s.Mode == "" {
+		return schedulingv1alpha1.PreviewReport
+	}
+	return s.Mode
+}
+
+// preview asks for the preview of a dedicated profile's change from the configuration its
+// Deployment d runs to cfg, and says whether the rollout waits for it.
+func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, cfg *profile.Config, d *appsv1.Deployment) (previewGate, error) {
+	s := p.Spec.Rollout.Preview
+	if r.previews == nil || previewMode(s) == schedulingv1alpha1.PreviewOff {
+		return previewGate{}, nil
+	}
+	running, err := r.runningConfig(ctx, proc, d)
+	if err != nil {
+		return previewGate{}, err
+	}
+	req := previewRequest{
+		name: p.Name, key: previewKey{uid: p.UID, to: cfg.Hash}, schedulerName: cfg.SchedulerName,
+		next: simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.run.FeatureGates},
+	}
+	if running != nil {
+		req.key.from = d.Spec.Template.Annotations[AnnotationConfigHash]
+		if req.key.from == cfg.Hash {
+			return previewGate{}, nil
+		}
+		req.running = &simulate.Profile{Name: req.key.from, Config: []byte(running.Data[configFileKey]), FeatureGates: runningGates(d)}
+	}
+	o := r.previews.outcome(req.key, p.Name)
+	if o == nil || o.retryDue(r.previews.now()) {
+		r.previews.request(req)
+	}
+	return decidePreview(s, o), nil
+}
+
+// runningGates are the feature gates of the scheduler container of d, from its --feature-gates.
+func runningGates(d *appsv1.Deployment) map[string]bool {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, a := range c.Args {
+			v, ok := strings.CutPrefix(a, "--feature-gates=")
+			if !ok {
+				continue
+			}
+			gates := map[string]bool{}
+			for _, kv := range strings.Split(v, ",") {
+				name, val, _ := strings.Cut(kv, "=")
+				if b, err := strconv.ParseBool(val); err == nil {
+					gates[name] = b
+				}
+			}
+			return gates
+		}
+	}
+	return nil
+}
+
+// setPreviewStatus writes the latest preview of the profile, if one finished since the operator
+// started; otherwise the status keeps the one it has.
+func setPreviewStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
+	if obs.previewed != nil {
+		p.Status.Preview = *obs.previewed
+	}
+}
+
+// previewProgress is the Progressing condition of a change that its preview holds.
+func previewProgress(g previewGate, status metav1.ConditionStatus, reason, message string) (metav1.ConditionStatus, string, string) {
+	if !g.held() {
+		return status, reason, message
+	}
+	return metav1.ConditionFalse, g.reason, g.message
+}
+
+// recordPreviewEvent sums up a new preview in an event: a warning when the new configuration
+// leaves more pods unschedulable, or the preview decided nothing.
+func (r *SchedulerProfileReconciler) recordPreviewEvent(before, after *schedulingv1alpha1.SchedulerProfile) {
+	b, a := before.Status.Preview, after.Status.Preview
+	if a.StartTime.IsZero() || (a.StartTime.Equal(&b.StartTime) && a.To.ConfigHash == b.To.ConfigHash) {
+		return
+	}
+	eventType := "Normal"
+	if a.Failure != "" || strings.HasPrefix(a.Incomplete, outOfTime) || a.To.Unschedulable > a.From.Unschedulable {
+		eventType = "Warning"
+	}
+	r.recorder.Eventf(after, nil, eventType, eventReasonPreview, actionRollout, "%s", previewSummary(a))
+}
+
+// previewSummary is a preview in one sentence.
+func previewSummary(s schedulingv1alpha1.PreviewStatus) string {
+	if s.Failure != "" {
+		return "The preview of configuration " + s.To.ConfigHash + " failed: " + s.Failure
+	}
+	if strings.HasPrefix(s.Incomplete, outOfTime) {
+		return "The preview of configuration " + s.To.ConfigHash + " is incomplete: " + s.Incomplete
+	}
+	from := "no running configuration"
+	if s.From.ConfigHash != "" {
+		from = fmt.Sprintf("configuration %s: %d unschedulable on %d nodes", s.From.ConfigHash, s.From.Unschedulable, s.From.NodesUsed)
+	}
+	msg := fmt.Sprintf("Previewed %d pods: configuration %s: %d unschedulable on %d nodes, against %s; %d move",
+		s.Pods, s.To.ConfigHash, s.To.Unschedulable, s.To.NodesUsed, from, s.Moved)
+	if s.Incomplete != "" {
+		msg += "; " + s.Incomplete
+	}
+	return msg
+}
+
+// setupPreviews adds the previewer to mgr, with a client of its own that reads the cluster page
+// by page.
+func setupPreviews(mgr ctrl.Manager, o PreviewOptions) (*previewer, error) {
+	c, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating the client of previews: %w", err)
+	}
+	pv := newPreviewer(c, o)
+	if err := mgr.Add(pv); err != nil {
+		return nil, fmt.Errorf("adding the previewer: %w", err)
+	}
+	return pv, nil
+}

@@ -1,0 +1,88 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+func TestProfileWorkload(t *testing.T) {
+	at := func(p *corev1.Pod, sched, node string, created int, priority int32) *corev1.Pod {
+		p.Namespace, p.Spec.SchedulerName, p.Spec.NodeName = "default", sched, node
+		p.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, created, 0, 0, time.UTC))
+		p.Spec.Priority = ptr.To(priority)
+		return p
+	}
+	done := at(pod("done", "1"), "sp", "n1", 0, 0)
+	done.Status.Phase = corev1.PodSucceeded
+	c := &Cluster{Objects: []runtime.Object{
+		node("n1", "a", "4"),
+		at(pod("old", "1"), "sp", "n1", 1, 0),
+		at(pod("other", "1"), "default-scheduler", "n1", 0, 0),
+		at(pod("pending", "1"), "sp", "", 2, 0),
+		at(pod("urgent", "1"), "sp", "n1", 3, 100),
+		done,
+	}}
+	rest, w, total := ProfileWorkload(c, "sp", 2)
+	var names []string
+	for _, p := range w.Pods {
+		names = append(names, p.Name)
+	}
+	if diff := cmp.Diff([]string{"urgent", "old"}, names); diff != "" || total != 3 {
+		t.Errorf("total %d, want 3; pods (-want +got):\n%s", total, diff)
+	}
+	var kept []string
+	for _, o := range rest.Objects {
+		if p, ok := o.(*corev1.Pod); ok {
+			kept = append(kept, p.Name)
+		}
+	}
+	if diff := cmp.Diff([]string{"other", "done"}, kept); diff != "" {
+		t.Errorf("the cluster keeps (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreviewProfileNodePoolMatchingNothing previews the change of a profile whose pods run to a node
+// pool no node is in: every pod moves and is newly unschedulable, with NodePool's reason.
+func TestPreviewProfileNodePoolMatchingNothing(t *testing.T) {
+	render := func(p *v1alpha1.SchedulerProfile) Profile {
+		cfg, err := profile.Render(p, profile.Settings{Namespace: "ns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Profile{Name: p.Name, Config: cfg.YAML}
+	}
+	from := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}})
+	to := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}, Spec: v1alpha1.SchedulerProfileSpec{
+		Plugins:      &v1alpha1.Plugins{MultiPoint: v1alpha1.PluginSet{Enabled: []v1alpha1.Plugin{{Name: "NodePool"}}}},
+		PluginConfig: []v1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(`{"nodeSelector":{"matchLabels":{"pool":"none"}}}`)}}},
+	}})
+	c := &Cluster{Objects: []runtime.Object{node("n1", "a", "4"), node("n2", "b", "4")}}
+	for i, name := range []string{"p0", "p1", "p2"} {
+		p := pod(name, "1")
+		p.Namespace, p.Spec.SchedulerName = "default", "sp"
+		if i < 2 {
+			p.Spec.NodeName = "n1"
+		}
+		c.Objects = append(c.Objects, p)
+	}
+	r, err := PreviewProfile(t.Context(), c, "sp", &from, to, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pods != 3 || r.Total != 3 || len(r.Moved) != 3 || r.Running.Unschedulable != 0 || r.New.Unschedulable != 3 || r.AddedUnschedulable() != 3 || r.Running.NodesUsed == 0 {
+		t.Errorf("preview = %+v, running %+v, new %+v; want 3 pods, 3 moved, 0 then 3 unschedulable", r, *r.Running, r.New)
+	}
+	if len(r.NewlyUnschedulable) != 3 || !strings.Contains(r.NewlyUnschedulable[0].Reason, "node pool") {
+		t.Errorf("newly unschedulable = %+v, want 3 with NodePool's reason", r.NewlyUnschedulable)
+	}
+}

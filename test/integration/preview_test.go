@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// noPool is NodePool's args of a node pool that no node is in.
+const noPool = `{"nodeSelector":{"matchLabels":{"pool":"none"}}}`
+
+// TestPreviewGuardRefusesThenReportRolls: a profile whose three pods run on two nodes is
+// changed to a node pool that no node is in. In Guard mode the change is previewed, refused
+// (Progressing=False, PreviewRefused, naming a pod and NodePool's reason) and not rolled out:
+// the Deployment keeps its configuration. status.preview compares the two configurations, and
+// an event sums it up. Set to Report, the same change rolls out.
+func TestPreviewGuardRefusesThenReportRolls(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	name := uniqueName("preview")
+	for i := range 2 {
+		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-n%d", name, i), map[string]string{"pool": "a"})
+	}
+	for i := range 3 {
+		pod := testutil.MakePod(fmt.Sprintf("%s-%d", name, i), "default").SchedulerName(name).Request(corev1.ResourceCPU, "100m").Obj()
+		pod.Spec.NodeName = name + "-n0"
+		if err := k.admin.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+
+	// A new profile is previewed against nothing: its three pods all fit, so it rolls out.
+	first := k.waitForRollout(t, name)
+	k.waitForProfile(t, name, "to show the preview of its first configuration", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		pv := p.Status.Preview
+		if pv.To.ConfigHash != first.Status.ConfigHash || pv.From.ConfigHash != "" || pv.Pods != 3 || pv.To.Unschedulable != 0 || pv.To.NodesUsed == 0 {
+			return fmt.Errorf("status.preview = %+v", pv)
+		}
+		return nil
+	})
+	deployment := name + "-scheduler"
+	k.markDeploymentAvailable(t, deployment)
+
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
+		p.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(noPool)}}}
+	})
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
+	for _, want := range []string{"3 more of the profile's 3 pods unschedulable", "default/" + name + "-0", "node pool"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
+		}
+	}
+	pv := refused.Status.Preview
+	if pv.From.ConfigHash != first.Status.ConfigHash || pv.To.ConfigHash == first.Status.ConfigHash || pv.Pods != 3 || pv.Moved != 3 ||
+		pv.From.Unschedulable != 0 || pv.To.Unschedulable != 3 || pv.To.NodesUsed != 0 || len(pv.NewlyUnschedulable) != 3 {
+		t.Errorf("status.preview = %+v, want 3 pods moved from %s, 0 then 3 unschedulable", pv, first.Status.ConfigHash)
+	}
+	if refused.Status.ConfigHash != first.Status.ConfigHash || refused.Status.ObservedGeneration == refused.Generation {
+		t.Errorf("status.configHash %s (observedGeneration %d of %d): the refused change was recorded as rolled out", refused.Status.ConfigHash, refused.Status.ObservedGeneration, refused.Generation)
+	}
+	testutil.Consistently(t, 2*time.Second, "the Deployment keeps the running configuration", func(ctx context.Context) error {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != first.Status.ConfigHash {
+			return fmt.Errorf("the Deployment runs %s, not %s", got, first.Status.ConfigHash)
+		}
+		return nil
+	})
+	k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "0 unschedulable")
+
+	// Report: the same change rolls out, and the preview stays in the status.
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewReport
+	})
+	rolled := k.waitForRollout(t, name)
+	if rolled.Status.ConfigHash != pv.To.ConfigHash {
+		t.Errorf("status.configHash %s, want the previewed %s", rolled.Status.ConfigHash, pv.To.ConfigHash)
+	}
+	if c := meta.FindStatusCondition(rolled.Status.Conditions, schedulingv1alpha1.ConditionProgressing); c == nil || strings.HasPrefix(c.Reason, "Preview") {
+		t.Errorf("Progressing = %+v, want the rollout's", c)
+	}
+	if rolled.Status.Preview.To.Unschedulable != 3 {
+		t.Errorf("status.preview = %+v, want the preview of the change that rolled out", rolled.Status.Preview)
+	}
+}
+
+// TestPreviewReportDoesNotWait: in Report mode (the default) a change rolls out at once, and
+// its preview comes into the status when it ends.
+func TestPreviewReportDoesNotWait(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	name := uniqueName("report")
+	createReadyNode(t, t.Context(), k.admin, name+"-n0", map[string]string{"pool": "a"})
+	pod := testutil.MakePod(name+"-0", "default").SchedulerName(name).Obj()
+	pod.Spec.NodeName = name + "-n0"
+	if err := k.admin.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	k.createProfile(t, testutil.MakeProfile(name).Obj())
+	first := k.waitForRollout(t, name)
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(noPool)}}}
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
+	})
+	second := k.waitForRollout(t, name)
+	if second.Status.ConfigHash == first.Status.ConfigHash {
+		t.Fatalf("the change did not roll out: status.configHash is still %s", first.Status.ConfigHash)
+	}
+	k.waitForProfile(t, name, "to show the preview of the change", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		pv := p.Status.Preview
+		if pv.From.ConfigHash != first.Status.ConfigHash || pv.To.ConfigHash != second.Status.ConfigHash || pv.To.Unschedulable != 1 || len(pv.NewlyUnschedulable) != 1 {
+			return fmt.Errorf("status.preview = %+v", pv)
+		}
+		return nil
+	})
+}

@@ -75,8 +75,8 @@ func TestDecidePreview(t *testing.T) {
 			NewlyUnschedulable: []schedulingv1alpha1.PreviewPod{{Pod: "ns/a", Reason: "0/3 nodes are available: 3 node(s) are outside the scheduler's node pool."}},
 		}}
 	}
-	guard := func(max *int32) schedulingv1alpha1.PreviewSettings {
-		return schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard, MaxNewlyUnschedulable: max}
+	guard := func(limit *int32) schedulingv1alpha1.PreviewSettings {
+		return schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard, MaxNewlyUnschedulable: limit}
 	}
 	tests := []struct {
 		name       string

@@ -32,13 +32,11 @@ const (
 type PreviewSettings struct {
 	// mode is Off, Report or Guard. Defaults to Report.
 	// +optional
-	// +kubebuilder:default=Report
 	Mode PreviewMode `json:"mode,omitempty"`
 
 	// maxNewlyUnschedulable is, in Guard mode, how many more of the profile's pods the new
 	// configuration may leave unschedulable than the running one does. Defaults to 0.
 	// +optional
-	// +kubebuilder:default=0
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000000
 	MaxNewlyUnschedulable *int32 `json:"maxNewlyUnschedulable,omitempty"`
@@ -56,16 +54,16 @@ type PreviewStatus struct {
 	// +required
 	To PreviewRun `json:"to,omitzero"`
 
-	// pods is how many of the profile's pods were simulated.
-	// +required
-	// +kubebuilder:validation:Minimum=0
-	Pods int32 `json:"pods"`
+	// pods is how many of the profile's pods were simulated; absent when none.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Pods int32 `json:"pods,omitempty"`
 
 	// moved is how many of them the new configuration places on another node than the running
-	// one, or leaves unschedulable where it bound them, or the reverse.
-	// +required
-	// +kubebuilder:validation:Minimum=0
-	Moved int32 `json:"moved"`
+	// one, or leaves unschedulable where it bound them, or the reverse; absent when none.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Moved int32 `json:"moved,omitempty"`
 
 	// newlyUnschedulable are a few of the pods that the new configuration leaves
 	// unschedulable and the running one binds, with the scheduler's reason.
@@ -75,23 +73,25 @@ type PreviewStatus struct {
 	NewlyUnschedulable []PreviewPod `json:"newlyUnschedulable,omitempty"`
 
 	// startTime is when the preview started.
-	// +required
+	// +optional
 	StartTime metav1.Time `json:"startTime,omitzero"`
 
 	// durationMilliseconds is how long the preview took.
-	// +required
-	// +kubebuilder:validation:Minimum=0
-	DurationMilliseconds int64 `json:"durationMilliseconds"`
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	DurationMilliseconds int64 `json:"durationMilliseconds,omitempty"`
 
 	// incomplete says which bound cut the preview short: the cap on simulated pods (the first
 	// pods in queue order were simulated), or the time budget (nothing was decided). Empty
 	// when the preview is complete.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Incomplete string `json:"incomplete,omitempty"`
 
 	// failure says why the preview could not run, when it could not.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	Failure string `json:"failure,omitempty"`
 }
@@ -104,15 +104,15 @@ type PreviewRun struct {
 	// +kubebuilder:validation:MaxLength=64
 	ConfigHash string `json:"configHash,omitempty"`
 
-	// unschedulable is how many of the pods it left unschedulable.
-	// +required
-	// +kubebuilder:validation:Minimum=0
-	Unschedulable int32 `json:"unschedulable"`
+	// unschedulable is how many of the pods it left unschedulable; absent when none.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Unschedulable int32 `json:"unschedulable,omitempty"`
 
-	// nodesUsed is how many nodes it placed the pods on.
-	// +required
-	// +kubebuilder:validation:Minimum=0
-	NodesUsed int32 `json:"nodesUsed"`
+	// nodesUsed is how many nodes it placed the pods on; absent when none.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	NodesUsed int32 `json:"nodesUsed,omitempty"`
 }
 
 // PreviewPod is a pod of a preview and why the scheduler did not bind it.
@@ -125,6 +125,7 @@ type PreviewPod struct {
 
 	// reason is the scheduler's message.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
 }

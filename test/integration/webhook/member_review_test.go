@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,14 +42,19 @@ func TestMemberReviewBuildsOnlyThatMember(t *testing.T) {
 	const reviews = 3
 	member, combined := testutil.SchedulerBuilds(t, "member"), testutil.SchedulerBuilds(t, "combined")
 	for i := range reviews {
-		// Read again each time: the member's status may have been written since.
-		q := &schedulingv1alpha1.SchedulerProfile{}
-		if err := k8sClient.Get(ctx, client.ObjectKey{Name: names[1]}, q); err != nil {
-			t.Fatal(err)
-		}
-		q.Spec.PercentageOfNodesToScore = ptr.To(int32(30 + i))
-		if err := k8sClient.Update(ctx, q, client.DryRunAll); err != nil {
-			t.Fatalf("A dry-run update of member %s: %v", q.Name, err)
+		// Read again each time, and on a conflict: the operator writes the member's status
+		// between a read and the update. A conflict is found before admission, so it reviews
+		// nothing.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			q := &schedulingv1alpha1.SchedulerProfile{}
+			if err := k8sClient.Get(ctx, client.ObjectKey{Name: names[1]}, q); err != nil {
+				return err
+			}
+			q.Spec.PercentageOfNodesToScore = ptr.To(int32(30 + i))
+			return k8sClient.Update(ctx, q, client.DryRunAll)
+		})
+		if err != nil {
+			t.Fatalf("A dry-run update of member %s: %v", names[1], err)
 		}
 	}
 	if got := testutil.SchedulerBuilds(t, "member") - member; got != reviews {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -60,8 +61,17 @@ func TestAdviceReachesTheClient(t *testing.T) {
 		t.Errorf("Warnings of the silenced profile (-want +got):\n%s", diff)
 	}
 
-	p.Spec.Plugins = &schedulingv1alpha1.Plugins{Score: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "NodeResourcesBalancedAllocation"}, {Name: "PodTopologySpread"}}}}
-	if err := c.Update(ctx, p); err != nil {
+	// The operator writes the profile's status meanwhile: update the latest version. A conflict
+	// is refused before admission, so it draws no warnings.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fixed := &schedulingv1alpha1.SchedulerProfile{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(p), fixed); err != nil {
+			return err
+		}
+		fixed.Spec.Plugins = &schedulingv1alpha1.Plugins{Score: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "NodeResourcesBalancedAllocation"}, {Name: "PodTopologySpread"}}}}
+		return c.Update(ctx, fixed)
+	})
+	if err != nil {
 		t.Fatalf("The fix was refused: %v", err)
 	}
 	if got := take(); len(got) != 0 {

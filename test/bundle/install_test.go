@@ -231,8 +231,8 @@ func TestOLMInstallSimulated(t *testing.T) {
 			{"reading Secrets cluster-wide", func(ctx context.Context) error {
 				return operatorClient.List(ctx, &corev1.SecretList{})
 			}},
-			{"reading Nodes", func(ctx context.Context) error {
-				return operatorClient.List(ctx, &corev1.NodeList{})
+			{"creating Nodes", func(ctx context.Context) error {
+				return operatorClient.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "not-allowed"}}, client.DryRunAll)
 			}},
 			{"creating a Deployment outside the install namespace", func(ctx context.Context) error {
 				return operatorClient.Create(ctx, &appsv1.Deployment{

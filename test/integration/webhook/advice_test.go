@@ -7,12 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -22,13 +20,7 @@ import (
 // fixes the profile draws none.
 func TestAdviceReachesTheClient(t *testing.T) {
 	ctx := t.Context()
-	recorded := &warnings{}
-	wcfg := rest.CopyConfig(cfg)
-	wcfg.WarningHandler = recorded
-	c, err := client.New(wcfg, client.Options{Scheme: operatorenv.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, recorded := warningClient(t)
 	take := func() []string {
 		recorded.mu.Lock()
 		defer recorded.mu.Unlock()
@@ -63,7 +55,7 @@ func TestAdviceReachesTheClient(t *testing.T) {
 
 	// The operator writes the profile's status meanwhile: update the latest version. A conflict
 	// is refused before admission, so it draws no warnings.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		fixed := &schedulingv1alpha1.SchedulerProfile{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(p), fixed); err != nil {
 			return err

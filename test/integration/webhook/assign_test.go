@@ -10,11 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -42,13 +40,7 @@ func TestPodAssignment(t *testing.T) {
 	missing := assignNamespace(t, "assign-missing", schedulingv1alpha1.LabelAssignSchedulerName, "assign-nobody")
 	plain := assignNamespace(t, "assign-plain")
 
-	recorded := &warnings{}
-	wcfg := rest.CopyConfig(cfg)
-	wcfg.WarningHandler = recorded
-	c, err := client.New(wcfg, client.Options{Scheme: operatorenv.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, recorded := warningClient(t)
 	// The operator's cache sees a new namespace a moment after it is created: wait until a
 	// dry-run pod of each labelled one is annotated.
 	for _, ns := range []string{labelled, waiting, dryRun, missing} {

@@ -29,6 +29,19 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 	w.list = append(w.list, text)
 }
 
+// warningClient is a client of the suite's apiserver that records the warnings it receives.
+func warningClient(t *testing.T) (client.Client, *warnings) {
+	t.Helper()
+	recorded := &warnings{}
+	wcfg := rest.CopyConfig(cfg)
+	wcfg.WarningHandler = recorded
+	c, err := client.New(wcfg, client.Options{Scheme: operatorenv.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, recorded
+}
+
 // TestHTTPSExtenderNeedsACAOrInsecure: an HTTPS extender without a CA is refused at create with
 // the field path (kube-scheduler would call it unverified without a word); with insecure: true it
 // is admitted with a warning.
@@ -50,13 +63,7 @@ func TestHTTPSExtenderNeedsACAOrInsecure(t *testing.T) {
 		t.Errorf("The refusal of a Scheduler (-want +got):\n%s", diff)
 	}
 
-	recorded := &warnings{}
-	wcfg := rest.CopyConfig(cfg)
-	wcfg.WarningHandler = recorded
-	c, err := client.New(wcfg, client.Options{Scheme: operatorenv.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, recorded := warningClient(t)
 	insecure := testutil.MakeProfile("https-insecure").Obj()
 	insecure.Spec.Extenders = https(&schedulingv1alpha1.ExtenderTLSConfig{Insecure: ptr.To(true)})
 	if err := c.Create(ctx, insecure); err != nil {

@@ -41,6 +41,16 @@ func (r *realNode) startCluster(ctx context.Context, paths operatorenv.Paths, di
 		what += "; a real node: containerd, kubelet, kube-proxy"
 	}
 	step("Starting the local cluster (" + what + ")")
+	if r != nil && os.Geteuid() == 0 {
+		// A demo whose processes were killed (a reboot, a kill -9) leaves its node on the host.
+		recovered, err := localcluster.RecoverStaleNodes()
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range recovered {
+			fmt.Fprintf(os.Stderr, "    undid the real node a killed cluster left (its WorkDir %s)\n", d)
+		}
+	}
 	began := time.Now()
 	cluster, err := localcluster.Start(ctx, localcluster.Options{
 		BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: dir, Detach: true, RealNode: r.nodeOptions(),

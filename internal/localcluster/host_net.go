@@ -126,13 +126,15 @@ func execInputContext(ctx context.Context, stdin, bin string, args ...string) (s
 // the Service range to it with the gateway as source: the host's own connections to Service IPs
 // (the apiserver calling a webhook, a test scraping metrics) are DNATed by kube-proxy to pods on
 // the bridge, and without this route their source would be the address of the host's default
-// route, its external interface. The route goes with the bridge.
+// route, its external interface. The route goes with the bridge. The bridge's alias is the
+// cluster's WorkDir, so that a node whose processes were killed can be found and undone.
 func (n *nodeSetup) createBridge(gatewayCIDR string) error {
 	ip := n.bins["ip"]
 	gateway, _, _ := strings.Cut(gatewayCIDR, "/")
 	for _, args := range [][]string{
 		{"link", "add", n.bridgeName(), "type", "bridge"},
 		{"addr", "add", gatewayCIDR, "dev", n.bridgeName()},
+		{"link", "set", n.bridgeName(), "alias", n.workDir},
 		{"link", "set", n.bridgeName(), "up"},
 		{"route", "add", serviceCIDR, "dev", n.bridgeName(), "src", gateway},
 	} {

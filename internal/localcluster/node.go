@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -78,8 +77,10 @@ type nodePorts struct {
 type nodeSetup struct {
 	RealNodeOptions
 	// id is derived from WorkDir: it names the bridge, the iptables chain and the cgroup root.
-	id    string
-	ports nodePorts
+	id string
+	// workDir is the cluster's WorkDir, recorded as the bridge's alias (see RecoverStaleNodes).
+	workDir string
+	ports   nodePorts
 	// bins maps containerd, ctr, runc, ip, iptables... to their paths.
 	bins map[string]string
 }
@@ -98,7 +99,7 @@ func newNodeSetup(opts *RealNodeOptions, binDir, workDir string) (*nodeSetup, er
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w (euid %d)", ErrNeedsRoot, os.Geteuid())
 	}
-	n := &nodeSetup{RealNodeOptions: *opts, bins: map[string]string{}}
+	n := &nodeSetup{RealNodeOptions: *opts, workDir: workDir, bins: map[string]string{}}
 	if n.Name == "" {
 		n.Name = DefaultRealNodeName
 	}
@@ -282,14 +283,16 @@ func (c *Cluster) TagImage(ctx context.Context, src, dst string) error {
 // checkNoOtherNode refuses a second real node on the host: kube-proxy's and kubelet's iptables
 // chains are global, and two kube-proxies would rewrite each other's rules.
 func checkNoOtherNode() error {
-	links, err := os.ReadDir("/sys/class/net")
+	bridges, err := nodeBridges()
 	if err != nil {
-		return fmt.Errorf("localcluster: listing links: %w", err)
+		return err
 	}
-	for _, l := range links {
-		if strings.HasPrefix(l.Name(), bridgePrefix) {
-			return fmt.Errorf("localcluster: another real node's bridge %s is on this host; stop that cluster first (Attach and Stop on its WorkDir)", l.Name())
-		}
+	if len(bridges) == 0 {
+		return nil
 	}
-	return nil
+	b := bridges[0]
+	if b.workDir == "" {
+		return fmt.Errorf("localcluster: another real node's bridge %s is on this host and names no WorkDir; stop that cluster first, or delete the bridge (ip link del %s)", b.name, b.name)
+	}
+	return fmt.Errorf("localcluster: another real node's bridge %s is on this host, of the cluster in %s; stop that cluster first (go run ./hack/localcluster stop --dir %s, or RecoverStaleNodes once its processes are gone)", b.name, b.workDir, b.workDir)
 }

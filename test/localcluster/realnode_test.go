@@ -36,9 +36,11 @@ const (
 
 // TestRealNode starts a cluster with a real node (kubelet, kube-proxy, containerd), runs a pod from
 // the pause image on it, runs a Job whose pod reaches the apiserver through the kubernetes Service,
-// reads that pod's log through the apiserver, stops the cluster after Attach (from its state file)
-// and checks that the host is as the test found it: no process, mount, link, iptables rule, nftables table, sysctl, cgroup or file
-// left.
+// and reads that pod's log through the apiserver. Then it kills every process of the cluster, as
+// the end of a session or a test timeout would, so that the containers, mounts, links and rules
+// stay behind; RecoverStaleNodes, which left the running cluster alone, must find the node by its
+// bridge and stop it from its state file, and the host must be as the test found it: no process,
+// mount, link, iptables rule, nftables table, sysctl, cgroup or file left.
 func TestRealNode(t *testing.T) {
 	binDir, scheduler := realNodeBinaries(t)
 	images := buildImages(t)
@@ -97,21 +99,34 @@ func TestRealNode(t *testing.T) {
 	}
 	t.Logf("%d host changes while the node runs", len(changes))
 
+	if recovered, err := localcluster.RecoverStaleNodes(); err != nil || len(recovered) > 0 {
+		t.Fatalf("RecoverStaleNodes with the cluster running: recovered %v, error %v", recovered, err)
+	}
 	procs := c.Processes()
-	// Stopped through the state file, as another process (hack/localcluster) would.
-	attached, err := localcluster.Attach(workDir)
+	stopped = true
+	for _, p := range procs {
+		_ = syscall.Kill(p.PID, syscall.SIGKILL)
+	}
+	eventually(ctx, t, 30*time.Second, "the cluster's processes gone after SIGKILL", func() error {
+		for _, p := range procs {
+			if p.Alive() {
+				return fmt.Errorf("%s (pid %d) still runs", p.Name, p.PID)
+			}
+		}
+		return nil
+	})
+	began = time.Now()
+	recovered, err := localcluster.RecoverStaleNodes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	began = time.Now()
-	stopped = true
-	if err := attached.Stop(); err != nil {
-		t.Fatal(err)
+	if !slices.Equal(recovered, []string{workDir}) {
+		t.Fatalf("RecoverStaleNodes recovered %v, want the killed cluster's %s", recovered, workDir)
 	}
-	t.Logf("stopped in %s", time.Since(began).Round(10*time.Millisecond))
+	t.Logf("the killed node recovered in %s", time.Since(began).Round(10*time.Millisecond))
 	for _, p := range procs {
 		if err := syscall.Kill(p.PID, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("%s: pid %d still exists after Stop (kill -0: %v)", p.Name, p.PID, err)
+			t.Errorf("%s: pid %d still exists after the recovery (kill -0: %v)", p.Name, p.PID, err)
 		}
 	}
 	after, err := localcluster.SnapshotHost()
@@ -119,7 +134,7 @@ func TestRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := before.DiffIn(after, workDir); len(diff) > 0 {
-		t.Errorf("the host changed after Stop:\n\t%s", strings.Join(diff, "\n\t"))
+		t.Errorf("the host changed after the recovery:\n\t%s", strings.Join(diff, "\n\t"))
 	}
 }
 
@@ -163,12 +178,20 @@ func TestRealNodeFailedStart(t *testing.T) {
 }
 
 // realNodeBinaries skips the test without root and returns the binary directory and the scheduler.
+// It first undoes a real node that a killed run left on the host, before the test's snapshot.
 func realNodeBinaries(t *testing.T) (binDir, scheduler string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root (kubelet, containerd, a bridge and iptables rules)")
 	}
-	binDir, err := localcluster.DefaultBinDir()
+	recovered, err := localcluster.RecoverStaleNodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range recovered {
+		t.Logf("undid the real node a killed run left (cluster in %s)", dir)
+	}
+	binDir, err = localcluster.DefaultBinDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,15 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) (code int) {
+	// A run killed before its Stop (a timeout, a session that ended) leaves its node on the host.
+	recovered, err := localcluster.RecoverStaleNodes()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "test-node: %v\n", err)
+		return 1
+	}
+	for _, dir := range recovered {
+		fmt.Printf("test-node: undid the real node a killed run left (cluster in %s)\n", dir)
+	}
 	before, err := localcluster.SnapshotHost()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "test-node: snapshot of the host: %v\n", err)

@@ -123,6 +123,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	schedulers.settings.allowedPriorityClasses, schedulers.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
 	schedulers.settings.caps = o.SchedulerPodCaps
 	schedulers.workers = o.MaxConcurrentReconciles
+	schedulers.previews = reconciler.previews
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}

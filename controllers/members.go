@@ -49,6 +49,9 @@ type member struct {
 	// aloneBytes is the size of the member's latest spec rendered as a process of its own, which
 	// holds its entry: the admission webhook's bound of what the entry adds to the configuration.
 	aloneBytes int
+	// preview holds the member's change back for its preview (spec.rollout.preview, Guard): the
+	// member keeps its running entry meanwhile. It is not a refusal of the spec.
+	preview previewGate
 }
 
 // limitRefusal is why a valid member does not fit into its Scheduler: reason TooManyMembers or
@@ -120,7 +123,9 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	if d != nil {
 		runningHash = d.Spec.Template.Annotations[AnnotationConfigHash]
 	}
-	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving)
+	// A finished preview can hold or release a member's change: the outcomes known are part of
+	// the key.
+	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving) + r.previews.planKey()
 	return plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
 }
 
@@ -194,6 +199,7 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 		pl.members = append(pl.members, m)
 	}
 	checkQueueSorts(pl.members, running, proc.run.FeatureGates)
+	r.gatePreviews(s, proc, pl.members, running)
 	slices.SortFunc(pl.members, func(a, b *member) int { return cmp.Compare(a.profile.Name, b.profile.Name) })
 	var err error
 	if pl.config, err = r.renderWithinLimits(s, proc, pl.members, running); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -82,6 +83,9 @@ type previewKey struct {
 type previewRequest struct {
 	key  previewKey
 	name string
+	// scheduler is the Scheduler of a member, "" for a profile with a scheduler of its own: the
+	// Scheduler's reconciler plans with the outcome too.
+	scheduler string
 	// schedulerName chooses the pods; running is the configuration that runs, nil for none.
 	schedulerName string
 	running       *simulate.Profile
@@ -110,12 +114,17 @@ const previewRetry = time.Minute
 
 // previewer runs the previews of changes, one at a time, outside the reconcilers' passes, and
 // keeps the latest outcome of each profile. A profile's newer change cancels its older
-// preview. When a preview ends, the profile is enqueued through events.
+// preview. When a preview ends, the profile is enqueued through events, and a member's
+// Scheduler through schedulerEvents.
 type previewer struct {
-	client kubernetes.Interface
-	opts   PreviewOptions
-	events chan event.GenericEvent
-	wake   chan struct{}
+	client          kubernetes.Interface
+	opts            PreviewOptions
+	events          chan event.GenericEvent
+	schedulerEvents chan event.GenericEvent
+	wake            chan struct{}
+	// generation counts the outcomes recorded and the retries that fell due: the plans of
+	// Schedulers, which read the outcomes of their members, are remembered by it.
+	generation atomic.Uint64
 
 	mu      sync.Mutex
 	latest  map[string]*previewOutcome
@@ -133,7 +142,7 @@ var errSuperseded = errors.New("a newer change of the profile is previewed")
 func newPreviewer(c kubernetes.Interface, opts PreviewOptions) *previewer {
 	return &previewer{
 		client: c, opts: opts.withDefaults(),
-		events: make(chan event.GenericEvent, 16), wake: make(chan struct{}, 1),
+		events: make(chan event.GenericEvent, 16), schedulerEvents: make(chan event.GenericEvent, 16), wake: make(chan struct{}, 1),
 		latest: map[string]*previewOutcome{}, keys: map[string]previewKey{},
 		now: time.Now,
 	}
@@ -146,6 +155,34 @@ func (pv *previewer) source() source.Source {
 		events = pv.events
 	}
 	return source.Channel(events, &handler.EnqueueRequestForObject{})
+}
+
+// schedulerSource enqueues the Scheduler of each member whose preview finished; without a
+// previewer, nothing.
+func (pv *previewer) schedulerSource() source.Source {
+	events := make(chan event.GenericEvent)
+	if pv != nil {
+		events = pv.schedulerEvents
+	}
+	return source.Channel(events, &handler.EnqueueRequestForObject{})
+}
+
+// planKey is what the plans of Schedulers read of the previewer: "" without one.
+func (pv *previewer) planKey() string {
+	if pv == nil {
+		return ""
+	}
+	return "previews " + strconv.FormatUint(pv.generation.Load(), 10)
+}
+
+// ask returns what the preview of req says of its change under the settings s, and asks for
+// the preview when it has not finished, or failed long enough ago to be run again.
+func (pv *previewer) ask(req previewRequest, s schedulingv1alpha1.PreviewSettings) previewGate {
+	o := pv.outcome(req.key, req.name)
+	if o == nil || o.retryDue(pv.now()) {
+		pv.request(req)
+	}
+	return decidePreview(s, o)
 }
 
 // outcome is the profile's outcome of the preview key, nil when there is none (yet).
@@ -228,14 +265,29 @@ func (pv *previewer) Start(ctx context.Context) error {
 		}
 		o, keep := pv.run(pctx, req)
 		pv.finish(req, o, keep)
-		if keep {
-			select {
-			case pv.events <- profileEvent(req.name):
-			case <-ctx.Done():
-				return nil
-			}
+		if keep && !pv.notify(ctx, req) {
+			return nil
 		}
 	}
+}
+
+// notify enqueues the profile of a finished preview, and a member's Scheduler; false when ctx
+// ended first.
+func (pv *previewer) notify(ctx context.Context, req previewRequest) bool {
+	select {
+	case pv.events <- profileEvent(req.name):
+	case <-ctx.Done():
+		return false
+	}
+	if req.scheduler == "" {
+		return true
+	}
+	select {
+	case pv.schedulerEvents <- schedulerEvent(req.scheduler):
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
 
 // next takes the oldest waiting request and marks it running.
@@ -262,13 +314,21 @@ func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
 		return
 	}
 	pv.latest[req.name], pv.keys[req.name] = o, req.key
+	pv.generation.Add(1)
 	if o.status.Failure != "" {
 		// The profile's pass after the retry delay asks for the preview again.
 		o.retryAt = pv.now().Add(previewRetry)
 		time.AfterFunc(previewRetry, func() {
+			pv.generation.Add(1)
 			select {
 			case pv.events <- profileEvent(req.name):
 			default:
+			}
+			if req.scheduler != "" {
+				select {
+				case pv.schedulerEvents <- schedulerEvent(req.scheduler):
+				default:
+				}
 			}
 		})
 	}
@@ -277,6 +337,11 @@ func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
 // profileEvent enqueues the profile name.
 func profileEvent(name string) event.GenericEvent {
 	return event.GenericEvent{Object: &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+// schedulerEvent enqueues the Scheduler name.
+func schedulerEvent(name string) event.GenericEvent {
+	return event.GenericEvent{Object: &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
 // run reads the cluster and previews the change within the time budget. keep is false when a
@@ -426,11 +491,7 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 		}
 		req.running = &simulate.Profile{Name: req.key.from, Config: []byte(running.Data[configFileKey]), FeatureGates: runningGates(d)}
 	}
-	o := r.previews.outcome(req.key, p.Name)
-	if o == nil || o.retryDue(r.previews.now()) {
-		r.previews.request(req)
-	}
-	return decidePreview(s, o), nil
+	return r.previews.ask(req, s), nil
 }
 
 // runningGates are the feature gates of the scheduler container of d, from its --feature-gates.

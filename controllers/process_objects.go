@@ -41,6 +41,9 @@ type processObjects struct {
 	// upgradeMaxInFlight is how many schedulers a change of the operator's scheduler image
 	// rolls at a time (planUpgrade); 0 is DefaultUpgradeMaxInFlight.
 	upgradeMaxInFlight int
+	// previews runs the previews of changes, the profiles' and the members'; nil runs none
+	// (the admission webhook's plans).
+	previews *previewer
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer

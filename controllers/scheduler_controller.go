@@ -49,8 +49,8 @@ func NewSchedulerReconciler(c client.Client, d Discovery, recorder events.EventR
 	}
 }
 
-// SetupWithManager watches Schedulers, the objects they own, and the profiles that join, change
-// or leave them.
+// SetupWithManager watches Schedulers, the objects they own, the profiles that join, change
+// or leave them, and the previews of the members' changes.
 func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{}), LabelScheduler).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
@@ -68,6 +68,8 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelScheduler), builder.WithPredicates(waveTurnChanged)).
 		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
+		// A finished preview decides a member's guarded change.
+		WatchesRawSource(r.previews.schedulerSource()).
 		Complete(r)
 }
 

@@ -64,8 +64,6 @@ type SchedulerProfileReconciler struct {
 	versions *serverVersion
 	// workers is how many profiles are reconciled at once; 0 is DefaultMaxConcurrentReconciles.
 	workers int
-	// previews runs the previews of changes; nil runs none.
-	previews *previewer
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
@@ -376,6 +374,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	proc := sharedProcess(s)
 	obs.process = proc
+	obs.previewed = r.previews.status(p.Name)
 	// The Scheduler's rollouts are the member's: its status shows them.
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
@@ -426,6 +425,10 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		return err
 	}
 	obs.config = pl.config
+	// A change its preview holds back is not applied: the Scheduler serves the running entry.
+	if obs.preview = m.preview; obs.preview.held() {
+		return nil
+	}
 	// While the upgrade wave keeps the Scheduler on the legacy lease, it runs the configuration
 	// on that lease.
 	if _, obs.rollout.upgrade.config, err = obs.rollout.upgrade.keepLease(proc, pl.config); err != nil {

@@ -98,7 +98,9 @@ type PreviewStatus struct {
 
 // PreviewRun is what one configuration did in a preview.
 type PreviewRun struct {
-	// configHash is the configuration's content hash, as status.configHash.
+	// configHash is the configuration's content hash, as status.configHash. For a member of a
+	// Scheduler it is the hash of the member's entry rendered as a scheduler of its own with the
+	// Scheduler's settings: what the preview simulated.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64

@@ -106,7 +106,8 @@ type SchedulerProfileSpec struct {
 	SchedulerRef SchedulerReference `json:"schedulerRef,omitzero"`
 
 	// rollout sets how a change of the configuration rolls out: whether it is previewed, and
-	// whether its preview may stop it. Only a profile with a scheduler of its own is previewed.
+	// whether its preview may stop it. A member of a Scheduler is previewed on its own entry, and
+	// a change its preview stops holds back that entry only: the other members' changes roll out.
 	// +optional
 	Rollout RolloutSettings `json:"rollout,omitzero"`
 }

@@ -137,3 +137,67 @@ func TestPreviewReportDoesNotWait(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPreviewGuardHoldsOneMember: two members of one Scheduler change at once. The Guard
+// member's change leaves its three pods unschedulable: it is held (PreviewRefused) and the
+// Scheduler keeps serving its running entry, while the other member's change rolls out in the
+// same revision. Set to Report, the held change rolls out too.
+func TestPreviewGuardHoldsOneMember(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	sched := uniqueName("pvsched")
+	guarded, other := sched+"-a", sched+"-b"
+	createReadyNode(t, t.Context(), k.admin, sched+"-n0", map[string]string{"pool": "a"})
+	for i := range 3 {
+		pod := testutil.MakePod(fmt.Sprintf("%s-%d", guarded, i), "default").SchedulerName(guarded).Request(corev1.ResourceCPU, "100m").Obj()
+		pod.Spec.NodeName = sched + "-n0"
+		if err := k.admin.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+	k.createScheduler(t, testutil.MakeScheduler(sched).Obj())
+	p := testutil.MakeProfile(guarded).SchedulerRef(sched).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+	k.createProfile(t, testutil.MakeProfile(other).SchedulerRef(sched).Obj())
+	s := k.waitForScheduler(t, sched, "to serve both members", servesProfiles(guarded, other))
+	k.markDeploymentAvailable(t, s.Status.DeploymentName)
+	before, _ := k.configEntries(t, s.Status.ConfigMapName)
+
+	k.updateProfile(t, guarded, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
+		p.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(noPool)}}}
+	})
+	k.updateProfile(t, other, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{Score: schedulingv1alpha1.PluginSet{Disabled: []schedulingv1alpha1.Plugin{{Name: "ImageLocality"}}}}
+	})
+	refused := k.waitForConditions(t, guarded, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	if msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message; !strings.Contains(msg, "3 more of the profile's 3 pods unschedulable") {
+		t.Errorf("the PreviewRefused message %q does not count the three pods", msg)
+	}
+	if pv := refused.Status.Preview; pv.From.ConfigHash == "" || pv.Pods != 3 || pv.From.Unschedulable != 0 || pv.To.Unschedulable != 3 {
+		t.Errorf("status.preview = %+v, want 3 pods, 0 then 3 unschedulable", pv)
+	}
+	s = k.waitForScheduler(t, sched, "to roll out the other member's change", func(s *schedulingv1alpha1.Scheduler) error {
+		entries, _ := k.configEntries(t, s.Status.ConfigMapName)
+		if entries[other] == before[other] {
+			return fmt.Errorf("configuration %s has the other member's old entry", s.Status.ConfigMapName)
+		}
+		return nil
+	})
+	if entries, _ := k.configEntries(t, s.Status.ConfigMapName); entries[guarded] != before[guarded] {
+		t.Errorf("configuration %s changed the held member's entry:\n%s\nwas:\n%s", s.Status.ConfigMapName, entries[guarded], before[guarded])
+	}
+
+	k.updateProfile(t, guarded, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewReport
+	})
+	k.waitForScheduler(t, sched, "to roll out the guarded member's change in Report mode", func(s *schedulingv1alpha1.Scheduler) error {
+		if entries, _ := k.configEntries(t, s.Status.ConfigMapName); !strings.Contains(entries[guarded], "none") {
+			return fmt.Errorf("configuration %s has not the member's node pool: %s", s.Status.ConfigMapName, entries[guarded])
+		}
+		return nil
+	})
+}

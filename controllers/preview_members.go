@@ -1,0 +1,60 @@
+package controllers
+
+import (
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/simulate"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// gatePreviews asks for the preview of each member's change (spec.rollout.preview) and, in Guard
+// mode, holds the change until its preview lets it through: the member keeps its running entry,
+// and a member that runs none stays out, while the other members' changes roll out. A member's
+// change is its entry's: the preview compares its running entry with its latest one, each
+// rendered as a process of its own with the Scheduler's settings, on the pods of its scheduler
+// name. Without a previewer (the admission webhook's plans) nothing is previewed or held.
+func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *process, members []*member, running map[string]*profile.Profile) {
+	if r.previews == nil {
+		return
+	}
+	for _, m := range members {
+		settings := m.profile.Spec.Rollout.Preview
+		if m.leaving || m.refused() || m.latest == nil || previewMode(settings) == schedulingv1alpha1.PreviewOff {
+			continue
+		}
+		req, changed := r.memberPreview(s, proc, m, running[m.profile.Name])
+		if !changed {
+			continue
+		}
+		if m.preview = r.previews.ask(req, settings); m.preview.held() {
+			m.entry = running[m.profile.Name]
+		}
+	}
+}
+
+// memberPreview is the preview of a member's change from its running entry (nil when it runs
+// none) to its latest; changed is false when the two render alike.
+func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *process, m *member, running *profile.Profile) (previewRequest, bool) {
+	settings := processSettings(proc, r.settings)
+	next, err := profile.RenderProcess(settings, []profile.Profile{*m.latest})
+	if err != nil {
+		return previewRequest{}, false // validated alone already: not expected
+	}
+	req := previewRequest{
+		name: m.profile.Name, scheduler: s.Name, schedulerName: m.schedulerName,
+		key:  previewKey{uid: m.profile.UID, to: next.Hash},
+		next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.run.FeatureGates},
+	}
+	if running == nil {
+		return req, true
+	}
+	prev, err := profile.RenderProcess(settings, []profile.Profile{*running})
+	if err != nil {
+		return req, true // previewed against nothing
+	}
+	if prev.Hash == next.Hash {
+		return previewRequest{}, false
+	}
+	req.key.from = prev.Hash
+	req.running = &simulate.Profile{Name: prev.Hash, Config: prev.YAML, FeatureGates: proc.run.FeatureGates}
+	return req, true
+}

@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"testing"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// TestGatePreviews: each member's change is previewed on its own; Guard holds only the member
+// whose preview is missing or refuses it (it keeps its running entry, a new member stays out),
+// and never the other members; an unchanged member or one in Off mode is not previewed.
+func TestGatePreviews(t *testing.T) {
+	s := testutil.MakeScheduler("shared").Obj()
+	proc := sharedProcess(s)
+	entryOf := func(p *schedulingv1alpha1.SchedulerProfile) *profile.Profile {
+		e, err := profile.RenderProfile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &e
+	}
+	// runningOf is the entry of p as the reconcilers read it back from a running ConfigMap.
+	runningOf := func(p *schedulingv1alpha1.SchedulerProfile) *profile.Profile {
+		cfg, err := profile.RenderProcess(processSettings(proc, settings{namespace: "ns"}), []profile.Profile{*entryOf(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := profile.ProfilesIn(cfg.YAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := entries[profile.SchedulerName(p)]
+		return &e
+	}
+	changed := func(name string) (*schedulingv1alpha1.SchedulerProfile, *profile.Profile) {
+		p := testutil.MakeProfile(name).SchedulerRef(s.Name).PluginConfig("NodePool", `{"nodeSelector":{"matchLabels":{"pool":"b"}}}`).Obj()
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
+		return p, runningOf(testutil.MakeProfile(name).SchedulerRef(s.Name).Obj())
+	}
+	// outcome: "" for none yet, else a finished preview leaving added more pods unschedulable.
+	cases := []struct {
+		name      string
+		mode      schedulingv1alpha1.PreviewMode
+		unchanged bool
+		new       bool
+		outcome   string
+		added     int
+		// wantHeld is the reason that holds the change, "" for none; wantAsked says whether a
+		// preview is asked for.
+		wantHeld  string
+		wantAsked bool
+	}{
+		{name: "guard-waits", mode: schedulingv1alpha1.PreviewGuard, wantHeld: schedulingv1alpha1.ReasonPreviewRunning, wantAsked: true},
+		{name: "guard-refused", mode: schedulingv1alpha1.PreviewGuard, outcome: "done", added: 3, wantHeld: schedulingv1alpha1.ReasonPreviewRefused},
+		{name: "guard-passes", mode: schedulingv1alpha1.PreviewGuard, outcome: "done"},
+		{name: "guard-new", mode: schedulingv1alpha1.PreviewGuard, new: true, wantHeld: schedulingv1alpha1.ReasonPreviewRunning, wantAsked: true},
+		{name: "report", mode: schedulingv1alpha1.PreviewReport, wantAsked: true},
+		{name: "default-is-report", wantAsked: true},
+		{name: "report-refusing", mode: schedulingv1alpha1.PreviewReport, outcome: "done", added: 3},
+		{name: "unchanged", mode: schedulingv1alpha1.PreviewGuard, unchanged: true},
+		{name: "off", mode: schedulingv1alpha1.PreviewOff},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &processObjects{settings: settings{namespace: "ns"}, previews: newPreviewer(nil, PreviewOptions{})}
+			p, running := changed(tc.name)
+			p.Spec.Rollout.Preview.Mode = tc.mode
+			if tc.unchanged {
+				running = runningOf(p)
+			}
+			if tc.new {
+				running = nil
+			}
+			latest := entryOf(p)
+			// A member that is not held, and one that stands by: only the first is previewed.
+			m := &member{profile: p, schedulerName: latest.SchedulerName, latest: latest, entry: latest}
+			bystanderProfile, bystanderRunning := changed("bystander")
+			bystanderProfile.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewOff
+			bystanderLatest := entryOf(bystanderProfile)
+			bystander := &member{profile: bystanderProfile, latest: bystanderLatest, entry: bystanderLatest}
+			runningEntries := map[string]*profile.Profile{"bystander": bystanderRunning}
+			if running != nil {
+				runningEntries[p.Name] = running
+			}
+			if tc.outcome != "" {
+				req, ok := r.memberPreview(s, proc, m, running)
+				if !ok {
+					t.Fatal("memberPreview found no change")
+				}
+				r.previews.latest[p.Name], r.previews.keys[p.Name] = &previewOutcome{decided: true, added: tc.added}, req.key
+			}
+
+			r.gatePreviews(s, proc, []*member{m, bystander}, runningEntries)
+
+			if m.preview.reason != tc.wantHeld {
+				t.Errorf("held for %q (%s), want %q", m.preview.reason, m.preview.message, tc.wantHeld)
+			}
+			switch {
+			case tc.wantHeld != "" && m.entry != running:
+				t.Errorf("a held member serves %v, want its running entry %v", m.entry, running)
+			case tc.wantHeld == "" && m.entry != latest:
+				t.Errorf("a member not held serves %v, want its latest entry", m.entry)
+			}
+			if asked := len(r.previews.queue) > 0; asked != tc.wantAsked {
+				t.Errorf("a preview asked for: %t, want %t (queue %+v)", asked, tc.wantAsked, r.previews.queue)
+			}
+			for _, req := range r.previews.queue {
+				if req.name != p.Name || req.scheduler != s.Name || (req.key.from == "") != tc.new || req.key.from == req.key.to {
+					t.Errorf("preview asked for %+v, want %s's change within Scheduler %s", req, p.Name, s.Name)
+				}
+			}
+			if bystander.preview.held() || bystander.entry != bystander.latest {
+				t.Errorf("the member in Off mode was held: %+v", bystander.preview)
+			}
+		})
+	}
+}

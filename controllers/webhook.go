@@ -135,6 +135,9 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("setting up the certificate rotation: %w", err)
 	}
+	if err := mgr.Add(&certCopy{reader: direct, key: types.NamespacedName{Namespace: o.Namespace, Name: w.SecretName}, dir: w.certDir()}); err != nil {
+		return fmt.Errorf("adding the webhook certificate's copy: %w", err)
+	}
 	go func() {
 		<-certsReady
 		if err := register(); err != nil {

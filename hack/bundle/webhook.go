@@ -16,6 +16,10 @@ import (
 // the certificate where the operator reads it by default.
 const disableCertRotation = "--disable-cert-rotation"
 
+// certDir is where the operator reads the webhook's certificate by default, and where OLM mounts
+// the certificate it provides.
+const certDir = "/tmp/k8s-webhook-server/serving-certs"
+
 // webhookInput is what config/webhook adds for `make deploy`: the configuration, the Service the
 // apiserver calls and the Secret the operator writes its certificate into. Under OLM, the first
 // two become webhookdefinitions, and OLM provides the certificate.
@@ -101,8 +105,9 @@ func webhookPort(in *input, svc *corev1.Service) (intstr.IntOrString, error) {
 	return intstr.IntOrString{}, fmt.Errorf("webhook Service %q targets port %q, which the Deployment's containers do not name", svc.Name, target.StrVal)
 }
 
-// withProvidedCertificate is the operator's Deployment as OLM runs it: without the volume of
-// the certificate Secret (OLM mounts its own certificate at the same path) and with rotation off.
+// withProvidedCertificate is the operator's Deployment as OLM runs it: without the volume at the
+// certificate directory (the operator copies its rotated certificate there; OLM mounts its own
+// certificate at the same path) and with rotation off.
 func withProvidedCertificate(in *input) error {
 	if len(in.webhook.configs) == 0 {
 		return nil
@@ -110,22 +115,22 @@ func withProvidedCertificate(in *input) error {
 	if len(in.webhook.secrets) != 1 {
 		return fmt.Errorf("want the webhook's certificate Secret in the input, got %d Secrets", len(in.webhook.secrets))
 	}
-	secret := in.webhook.secrets[0].Name
 	pod := &in.deployment.Spec.Template.Spec
-	var dropped []string
-	pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool {
-		if v.Secret != nil && v.Secret.SecretName == secret {
-			dropped = append(dropped, v.Name)
-			return true
-		}
-		return false
-	})
-	if len(dropped) == 0 {
-		return fmt.Errorf("the Deployment mounts no volume of the webhook's certificate Secret %q", secret)
-	}
 	if len(pod.Containers) == 0 {
 		return errors.New("the Deployment has no container")
 	}
+	var dropped []string
+	for _, c := range pod.Containers {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == certDir {
+				dropped = append(dropped, m.Name)
+			}
+		}
+	}
+	if len(dropped) == 0 {
+		return fmt.Errorf("the Deployment mounts no volume at the webhook's certificate directory %s", certDir)
+	}
+	pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool { return slices.Contains(dropped, v.Name) })
 	for i := range pod.Containers {
 		c := &pod.Containers[i]
 		c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return slices.Contains(dropped, m.Name) })

@@ -42,7 +42,7 @@ metadata: {name: op-webhook-cert, namespace: op-system}
 `
 
 // withWebhook is the input with config/webhook's objects and the Deployment serving the webhook
-// with the Secret mounted.
+// with an emptyDir at the certificate directory.
 func withWebhook(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
 	objs := readInput(t)
@@ -50,12 +50,12 @@ func withWebhook(t *testing.T) []*unstructured.Unstructured {
 	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	manager := containers[0].(map[string]any)
 	manager["ports"] = append(manager["ports"].([]any), map[string]any{"name": "webhook", "containerPort": int64(9443)})
-	manager["volumeMounts"] = []any{map[string]any{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs", "readOnly": true}}
+	manager["volumeMounts"] = []any{map[string]any{"name": "cert", "mountPath": "/tmp/k8s-webhook-server/serving-certs"}}
 	manager["args"] = []any{"--leader-elect"}
 	if err := unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers"); err != nil {
 		t.Fatal(err)
 	}
-	volumes := []any{map[string]any{"name": "cert", "secret": map[string]any{"secretName": "op-webhook-cert"}}}
+	volumes := []any{map[string]any{"name": "cert", "emptyDir": map[string]any{}}}
 	if err := unstructured.SetNestedSlice(d.Object, volumes, "spec", "template", "spec", "volumes"); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestGenerateWebhook(t *testing.T) {
 	}
 	pod := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec
 	if pod.Volumes != nil || pod.Containers[0].VolumeMounts != nil {
-		t.Errorf("The CSV's Deployment mounts the certificate Secret: volumes %v, mounts %v", pod.Volumes, pod.Containers[0].VolumeMounts)
+		t.Errorf("The CSV's Deployment mounts a volume where OLM mounts the certificate: volumes %v, mounts %v", pod.Volumes, pod.Containers[0].VolumeMounts)
 	}
 	if diff := cmp.Diff([]string{"--leader-elect", "--disable-cert-rotation"}, pod.Containers[0].Args); diff != "" {
 		t.Errorf("The CSV's operator args (-want +got):\n%s", diff)
@@ -155,13 +155,17 @@ func TestGenerateWebhookRefuses(t *testing.T) {
 				return without(objs, "ValidatingWebhookConfiguration", "")
 			},
 			wantErr: `webhook Secret "op-webhook-cert": no place in the bundle`},
-		{name: "a certificate Secret the Deployment does not mount",
+		{name: "no volume at the certificate directory",
 			edit: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 				d := find(t, objs, "Deployment", "op-system")
-				unstructured.RemoveNestedField(d.Object, "spec", "template", "spec", "volumes")
+				containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+				delete(containers[0].(map[string]any), "volumeMounts")
+				if err := unstructured.SetNestedSlice(d.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+					t.Fatal(err)
+				}
 				return objs
 			},
-			wantErr: `mounts no volume of the webhook's certificate Secret "op-webhook-cert"`},
+			wantErr: `mounts no volume at the webhook's certificate directory /tmp/k8s-webhook-server/serving-certs`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,11 +26,12 @@ import (
 // TestCertRotation runs a second operator with certificate rotation on, as `make deploy` runs
 // it, in a namespace of its own with an empty certificate Secret and a webhook configuration of
 // its own without a caBundle (only for profiles labelled for this test). The operator creates the
-// certificate in the Secret and injects its CA into the configuration; the test copies the Secret
-// into the certificate directory, as the kubelet mounts it. The webhook is not served before; then
-// the apiserver calls it with the injected CA: a labelled valid profile is admitted (with
-// failurePolicy Fail, an untrusted certificate would refuse it) and an invalid one is refused with
-// the validator's message.
+// certificate in the Secret, injects its CA into the configuration and copies the certificate into
+// its empty certificate directory (an emptyDir in config/default): nothing else writes there, as
+// no kubelet mounts the Secret. The webhook is served within seconds; then the apiserver calls it
+// with the injected CA: a labelled valid profile is admitted (with failurePolicy Fail, an
+// untrusted certificate would refuse it) and an invalid one is refused with the validator's
+// message.
 func TestCertRotation(t *testing.T) {
 	ctx := t.Context()
 	const (
@@ -51,7 +52,8 @@ func TestCertRotation(t *testing.T) {
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: ns}})
 	create(rotationWebhookConfig(t, configName, label, fmt.Sprintf("https://localhost:%d%s", port, profilePath)))
 
-	certDir := t.TempDir()
+	certDir := filepath.Join(t.TempDir(), "serving-certs")
+	began := time.Now()
 	op := framework.StartOperator(t, cfg, controllers.ManagerOptions{
 		Namespace:      ns,
 		SchedulerImage: operatorenv.SchedulerImage,
@@ -83,19 +85,21 @@ func TestCertRotation(t *testing.T) {
 		}
 		return nil
 	})
-	if err := waitServing("localhost", port, time.Second); err == nil {
-		t.Fatal("The webhook is served before its certificate is in the certificate directory")
-	}
-
-	// The kubelet's part: the mounted Secret.
 	for _, key := range []string{"tls.crt", "tls.key"} {
-		if err := os.WriteFile(filepath.Join(certDir, key), secret.Data[key], 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testutil.Eventually(t, waitTimeout, "the operator to copy "+key+" into its certificate directory", func(context.Context) error {
+			data, err := os.ReadFile(filepath.Join(certDir, key))
+			if err != nil || !bytes.Equal(data, secret.Data[key]) {
+				return fmt.Errorf("%s: %d bytes (%v), want the Secret's %d", key, len(data), err, len(secret.Data[key]))
+			}
+			return nil
+		})
 	}
-	if err := waitServing("localhost", port, waitTimeout); err != nil {
+	// The rotator looks for the files 1, 2, 4 ... seconds (with jitter) after it starts: copied
+	// at once, they are found within its first few looks.
+	if err := waitServing("localhost", port, 20*time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, op.Log)
 	}
+	t.Logf("the webhook is served %s after the operator's start", time.Since(began).Round(100*time.Millisecond))
 
 	good := testutil.MakeProfile("rotation-good").Obj()
 	good.Labels = map[string]string{label: "true"}

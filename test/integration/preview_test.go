@@ -34,14 +34,7 @@ func TestPreviewGuardRefusesThenReportRolls(t *testing.T) {
 	for i := range 2 {
 		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-n%d", name, i), map[string]string{"pool": "a"})
 	}
-	for i := range 3 {
-		pod := testutil.MakePod(fmt.Sprintf("%s-%d", name, i), "default").SchedulerName(name).Request(corev1.ResourceCPU, "100m").Obj()
-		pod.Spec.NodeName = name + "-n0"
-		if err := k.admin.Create(t.Context(), pod); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
-	}
+	k.createBoundPods(t, name, name+"-n0", 3)
 	p := testutil.MakeProfile(name).Obj()
 	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
 	k.createProfile(t, p)
@@ -148,14 +141,7 @@ func TestPreviewGuardHoldsOneMember(t *testing.T) {
 	sched := uniqueName("pvsched")
 	guarded, other := sched+"-a", sched+"-b"
 	createReadyNode(t, t.Context(), k.admin, sched+"-n0", map[string]string{"pool": "a"})
-	for i := range 3 {
-		pod := testutil.MakePod(fmt.Sprintf("%s-%d", guarded, i), "default").SchedulerName(guarded).Request(corev1.ResourceCPU, "100m").Obj()
-		pod.Spec.NodeName = sched + "-n0"
-		if err := k.admin.Create(t.Context(), pod); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
-	}
+	k.createBoundPods(t, guarded, sched+"-n0", 3)
 	k.createScheduler(t, testutil.MakeScheduler(sched).Obj())
 	p := testutil.MakeProfile(guarded).SchedulerRef(sched).Obj()
 	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
@@ -200,4 +186,18 @@ func TestPreviewGuardHoldsOneMember(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// createBoundPods creates n pods of scheduler name schedulerName in default, named after it and
+// bound to node, and deletes them when the test ends.
+func (k *cluster) createBoundPods(t *testing.T, schedulerName, node string, n int) {
+	t.Helper()
+	for i := range n {
+		pod := testutil.MakePod(fmt.Sprintf("%s-%d", schedulerName, i), "default").SchedulerName(schedulerName).Request(corev1.ResourceCPU, "100m").Obj()
+		pod.Spec.NodeName = node
+		if err := k.admin.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
 }

@@ -177,6 +177,20 @@ func waitScheduler(t *testing.T, profile, hash string) {
 	})
 }
 
+// createService creates a Service of default that selects pods by selector, and deletes it when
+// the test ends: the default topology spreading constraints apply to the pods of a workload.
+func createService(t *testing.T, name string, selector map[string]string) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	if err := k8s.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), svc) })
+}
+
 func countByLabel(nodes []*corev1.Node, key string) map[string]int {
 	out := map[string]int{}
 	for _, n := range nodes {

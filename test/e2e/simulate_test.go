@@ -126,14 +126,7 @@ func testSimulationMatches(t *testing.T, c simulationCase) {
 	}
 	waitScheduler(t, p.Name, p.Status.ConfigHash)
 	if c.service {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: "default"},
-			Spec:       corev1.ServiceSpec{Selector: map[string]string{dedicatedKey: c.name}, Ports: []corev1.ServicePort{{Port: 80}}},
-		}
-		if err := k8s.Create(context.Background(), svc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), svc) })
+		createService(t, c.name, map[string]string{dedicatedKey: c.name})
 	}
 	var pods []*corev1.Pod
 	for i := range c.pods {

@@ -82,14 +82,7 @@ spec:
 	waitScheduler(t, p.Name, p.Status.ConfigHash)
 
 	// Default constraints apply to pods that belong to a workload: a Service selects them.
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-spread", Namespace: "default"},
-		Spec:       corev1.ServiceSpec{Selector: map[string]string{dedicatedKey: "spread"}, Ports: []corev1.ServicePort{{Port: 80}}},
-	}
-	if err := k8s.Create(context.Background(), svc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), svc) })
+	createService(t, "e2e-spread", map[string]string{dedicatedKey: "spread"})
 
 	var pods []*corev1.Pod
 	for i := range 6 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -175,6 +177,50 @@ func waitScheduler(t *testing.T, profile, hash string) {
 		}
 		return nil
 	})
+}
+
+// waitRolledOut waits until a previewed profile's change from the configuration from ("" for
+// none) has rolled out, and returns the profile: status.configHash is the configuration its
+// preview was of, Progressing is False with RolloutComplete for its generation, the
+// Deployment's pod template carries the hash, and the runner's scheduler runs it alone.
+func waitRolledOut(t *testing.T, name, from string) *schedulingv1alpha1.SchedulerProfile {
+	t.Helper()
+	p := &schedulingv1alpha1.SchedulerProfile{}
+	testutil.Eventually(t, 120*time.Second, fmt.Sprintf("the change of %s from %q to roll out", name, from), func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, p); err != nil {
+			return err
+		}
+		hash := p.Status.ConfigHash
+		c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionProgressing)
+		if hash == "" || hash == from || hash != p.Status.Preview.To.ConfigHash || c == nil || c.Status != metav1.ConditionFalse ||
+			c.Reason != schedulingv1alpha1.ReasonRolloutComplete || c.ObservedGeneration != p.Generation {
+			return fmt.Errorf("status.configHash %q, preview %+v; conditions: %s", hash, p.Status.Preview, conditions(p))
+		}
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: p.Status.DeploymentName}, d); err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != hash {
+			return fmt.Errorf("the Deployment's pod template has config hash %q, want %s", got, hash)
+		}
+		return nil
+	})
+	waitScheduler(t, name, p.Status.ConfigHash)
+	return p
+}
+
+// createService creates a Service of default that selects pods by selector, and deletes it when
+// the test ends: the default topology spreading constraints apply to the pods of a workload.
+func createService(t *testing.T, name string, selector map[string]string) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Port: 80}}},
+	}
+	if err := k8s.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), svc) })
 }
 
 func countByLabel(nodes []*corev1.Node, key string) map[string]int {

@@ -67,14 +67,7 @@ spec:
 
 	// Default spreading constraints apply to the pods of a workload: a Service selects the
 	// spreading member's pods, and only them.
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-shared-spread", Namespace: "default"},
-		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "spread"}, Ports: []corev1.ServicePort{{Port: 80}}},
-	}
-	if err := k8s.Create(context.Background(), svc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), svc) })
+	createService(t, "e2e-shared-spread", map[string]string{"app": "spread"})
 
 	// The members' pods alternate, so that each decision of one member sees the other's pods.
 	var binpacked, spread []*corev1.Node

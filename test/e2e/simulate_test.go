@@ -126,14 +126,7 @@ func testSimulationMatches(t *testing.T, c simulationCase) {
 	}
 	waitScheduler(t, p.Name, p.Status.ConfigHash)
 	if c.service {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: "default"},
-			Spec:       corev1.ServiceSpec{Selector: map[string]string{dedicatedKey: c.name}, Ports: []corev1.ServicePort{{Port: 80}}},
-		}
-		if err := k8s.Create(context.Background(), svc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), svc) })
+		createService(t, c.name, map[string]string{dedicatedKey: c.name})
 	}
 	var pods []*corev1.Pod
 	for i := range c.pods {
@@ -150,35 +143,19 @@ func testSimulationMatches(t *testing.T, c simulationCase) {
 	if err != nil {
 		t.Fatalf("simulating: %v", err)
 	}
-	report := simulate.NewRunReport(sim.profile.Name, snapshot, workload, results, []string{c.label}, c.label)
-	simulated := placements{label: c.label, nodes: map[string]int{}, byLabel: report.Summary.PodsPerZone,
-		bound: report.Summary.Bound, unschedulable: report.Summary.Unschedulable, nodesUsed: report.Summary.NodesUsed}
-	for _, r := range results {
-		if r.Node != "" {
-			simulated.nodes[r.Node]++
-		}
-	}
+	simulated := reportPlacements(simulate.NewRunReport(sim.profile.Name, snapshot, workload, results, []string{c.label}, c.label))
 
 	// Scheduled: the same pods, for real.
 	scheduled := scheduleOrRefuse(t, c.label, pods)
 
-	t.Logf("%s simulated: %s", p.Name, simulated)
-	t.Logf("%s scheduled: %s", p.Name, scheduled)
 	if simulated.bound+simulated.unschedulable != c.pods {
 		t.Errorf("the simulation reported %d of %d pods", simulated.bound+simulated.unschedulable, c.pods)
 	}
-	if simulated.bound != scheduled.bound || simulated.unschedulable != scheduled.unschedulable {
-		t.Errorf("bound/unschedulable: simulated %d/%d, scheduled %d/%d", simulated.bound, simulated.unschedulable, scheduled.bound, scheduled.unschedulable)
-	}
-	if !maps.Equal(simulated.byLabel, scheduled.byLabel) {
-		t.Errorf("pods per %s: simulated %v, scheduled %v", c.label, simulated.byLabel, scheduled.byLabel)
-	}
+	// Only bin-packing forces the node of each pod; the others force pods per zone or pool.
+	agree(t, p.Name, simulated, scheduled, c.label == corev1.LabelHostname)
 	// What the workload forces: had it left a choice, an agreement would be luck.
 	if !maps.Equal(scheduled.byLabel, c.want) || scheduled.unschedulable != c.wantUnschedulable {
 		t.Errorf("scheduled %v per %s and %d unschedulable, want %v and %d: the workload does not force the placements", scheduled.byLabel, c.label, scheduled.unschedulable, c.want, c.wantUnschedulable)
-	}
-	if c.label == corev1.LabelHostname && simulated.nodesUsed != scheduled.nodesUsed {
-		t.Errorf("nodes used: simulated %d, scheduled %d", simulated.nodesUsed, scheduled.nodesUsed)
 	}
 }
 
@@ -266,15 +243,65 @@ func takeSnapshot(t *testing.T) *simulate.Cluster {
 // placements are where a workload went, on one side of the comparison.
 type placements struct {
 	label string
-	// nodes are the pods per node, byLabel the pods per value of the node label.
+	// pods are the node of each pod by namespace/name, "" for an unschedulable one; nodes are
+	// the pods per node, byLabel the pods per value of the node label.
+	pods                 map[string]string
 	nodes, byLabel       map[string]int
 	bound, unschedulable int
 	nodesUsed            int
+	// preempted are the running pods, namespace/name, that were evicted to make room, sorted.
+	preempted []string
 }
 
 func (p placements) String() string {
-	return fmt.Sprintf("%d bound, %d unschedulable, %d nodes used; pods per %s: %s; per node: %s",
-		p.bound, p.unschedulable, p.nodesUsed, p.label, counts(p.byLabel), counts(p.nodes))
+	return fmt.Sprintf("%d bound, %d unschedulable, %d nodes used, %d preempted %v; pods per %s: %s; per node: %s",
+		p.bound, p.unschedulable, p.nodesUsed, len(p.preempted), p.preempted, p.label, counts(p.byLabel), counts(p.nodes))
+}
+
+// reportPlacements are the placements that a simulation's report gives: its summary's counts
+// (pods per zone by its zone label), and each pod's node and the running pods it preempted.
+func reportPlacements(r simulate.RunReport) placements {
+	out := placements{label: r.Summary.ZoneLabel, pods: map[string]string{}, nodes: map[string]int{}, byLabel: r.Summary.PodsPerZone,
+		bound: r.Summary.Bound, unschedulable: r.Summary.Unschedulable, nodesUsed: r.Summary.NodesUsed}
+	for _, p := range r.Pods {
+		out.pods[p.Pod] = p.Node
+		if p.Node != "" {
+			out.nodes[p.Node]++
+		}
+		out.preempted = append(out.preempted, p.Preempted...)
+	}
+	slices.Sort(out.preempted)
+	return out
+}
+
+// differences says where two placements differ: pods bound, unschedulable, preempted and per
+// label value, and with perNode the pods per node and the nodes used.
+func differences(a, b placements, perNode bool) []string {
+	var out []string
+	if a.bound != b.bound || a.unschedulable != b.unschedulable {
+		out = append(out, fmt.Sprintf("bound/unschedulable %d/%d and %d/%d", a.bound, a.unschedulable, b.bound, b.unschedulable))
+	}
+	if !slices.Equal(a.preempted, b.preempted) {
+		out = append(out, fmt.Sprintf("preempted %v and %v", a.preempted, b.preempted))
+	}
+	if !maps.Equal(a.byLabel, b.byLabel) {
+		out = append(out, fmt.Sprintf("pods per %s %s and %s", a.label, counts(a.byLabel), counts(b.byLabel)))
+	}
+	if perNode && (!maps.Equal(a.nodes, b.nodes) || a.nodesUsed != b.nodesUsed) {
+		out = append(out, fmt.Sprintf("pods per node %s (%d nodes used) and %s (%d)", counts(a.nodes), a.nodesUsed, counts(b.nodes), b.nodesUsed))
+	}
+	return out
+}
+
+// agree logs both sides of a comparison, and fails the test where the simulated placements
+// differ from the scheduled ones (differences).
+func agree(t *testing.T, what string, simulated, scheduled placements, perNode bool) {
+	t.Helper()
+	t.Logf("%s simulated: %s", what, simulated)
+	t.Logf("%s scheduled: %s", what, scheduled)
+	for _, d := range differences(simulated, scheduled, perNode) {
+		t.Errorf("%s: the simulation and the scheduler disagree: %s (simulated, scheduled)", what, d)
+	}
 }
 
 // counts prints a map sorted by key: "a=2 b=2".
@@ -291,36 +318,36 @@ func counts(m map[string]int) string {
 
 // scheduleOrRefuse creates the pods one after the other, as the simulation does, waiting for the
 // real scheduler to bind each or to report it unschedulable (PodScheduled=False, reason
-// Unschedulable) before the next, and counts where they went by the node label. At the end it
-// checks that every pod is still where it was: a refused pod was not bound later.
+// Unschedulable, and no node nominated) before the next, and counts where they went by the node
+// label. A pod that preempts others is nominated to the node they leave and bound once they are
+// gone, as the simulation waits for it. At the end it checks that every pod is still where it
+// was: a refused pod was not bound later.
 func scheduleOrRefuse(t *testing.T, label string, pods []*corev1.Pod) placements {
 	t.Helper()
-	out := placements{label: label, nodes: map[string]int{}, byLabel: map[string]int{}}
-	where := map[string]string{}
+	out := placements{label: label, pods: map[string]string{}, nodes: map[string]int{}, byLabel: map[string]int{}}
 	for _, pod := range pods {
-		if err := k8s.Create(context.Background(), pod); err != nil {
-			t.Fatalf("creating pod %s: %v", pod.Name, err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+		createAtOnce(t, pod)
+		key := client.ObjectKeyFromObject(pod).String()
 		testutil.Eventually(t, 60*time.Second, "pod "+pod.Name+" to be bound or unschedulable", func(ctx context.Context) error {
 			got := &corev1.Pod{}
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
 				return err
 			}
 			if got.Spec.NodeName != "" {
-				where[pod.Name] = got.Spec.NodeName
+				out.pods[key] = got.Spec.NodeName
 				return nil
 			}
-			if c := testutil.PodScheduled(got); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				where[pod.Name] = ""
+			if c := testutil.PodScheduled(got); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable && got.Status.NominatedNodeName == "" {
+				out.pods[key] = ""
 				return nil
 			}
-			return fmt.Errorf("not bound; conditions %v", got.Status.Conditions)
+			return fmt.Errorf("not bound; nominated node %q, conditions %v", got.Status.NominatedNodeName, got.Status.Conditions)
 		})
 	}
 	for _, pod := range current(t, pods) {
-		if pod.Spec.NodeName != where[pod.Name] {
-			t.Errorf("pod %s moved from node %q to %q after it was placed", pod.Name, where[pod.Name], pod.Spec.NodeName)
+		key := client.ObjectKeyFromObject(pod).String()
+		if pod.Spec.NodeName != out.pods[key] {
+			t.Errorf("pod %s moved from node %q to %q after it was placed", pod.Name, out.pods[key], pod.Spec.NodeName)
 		}
 		if pod.Spec.NodeName == "" {
 			out.unschedulable++

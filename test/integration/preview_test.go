@@ -22,6 +22,24 @@ import (
 // noPool is NodePool's args of a node pool that no node is in.
 const noPool = `{"nodeSelector":{"matchLabels":{"pool":"none"}}}`
 
+// createProfilePods creates nodes ready nodes, name-n0 and on, and pods pods of scheduler name
+// running on name-n0, all deleted when the test ends: the pods that a preview of profile name
+// simulates.
+func (k *cluster) createProfilePods(t *testing.T, name string, nodes, pods int) {
+	t.Helper()
+	for i := range nodes {
+		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-n%d", name, i), map[string]string{"pool": "a"})
+	}
+	for i := range pods {
+		pod := testutil.MakePod(fmt.Sprintf("%s-%d", name, i), "default").SchedulerName(name).Request(corev1.ResourceCPU, "100m").Obj()
+		pod.Spec.NodeName = name + "-n0"
+		if err := k.admin.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+}
+
 // TestPreviewGuardRefusesThenReportRolls: a profile whose three pods run on two nodes is
 // changed to a node pool that no node is in. In Guard mode the change is previewed, refused
 // (Progressing=False, PreviewRefused, naming a pod and NodePool's reason) and not rolled out:
@@ -31,17 +49,7 @@ func TestPreviewGuardRefusesThenReportRolls(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("preview")
-	for i := range 2 {
-		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-n%d", name, i), map[string]string{"pool": "a"})
-	}
-	for i := range 3 {
-		pod := testutil.MakePod(fmt.Sprintf("%s-%d", name, i), "default").SchedulerName(name).Request(corev1.ResourceCPU, "100m").Obj()
-		pod.Spec.NodeName = name + "-n0"
-		if err := k.admin.Create(t.Context(), pod); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
-	}
+	k.createProfilePods(t, name, 2, 3)
 	p := testutil.MakeProfile(name).Obj()
 	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
 	k.createProfile(t, p)
@@ -112,13 +120,7 @@ func TestPreviewReportDoesNotWait(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("report")
-	createReadyNode(t, t.Context(), k.admin, name+"-n0", map[string]string{"pool": "a"})
-	pod := testutil.MakePod(name+"-0", "default").SchedulerName(name).Obj()
-	pod.Spec.NodeName = name + "-n0"
-	if err := k.admin.Create(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	k.createProfilePods(t, name, 1, 1)
 	k.createProfile(t, testutil.MakeProfile(name).Obj())
 	first := k.waitForRollout(t, name)
 	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
@@ -136,4 +138,40 @@ func TestPreviewReportDoesNotWait(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPreviewGuardRefusesPastCPUBudget: with --preview-cpu-limit of a millisecond, less than
+// building a simulation's scheduler takes, the preview of a guarded profile stops before it has
+// simulated its pods. status.preview.incomplete says that the CPU time budget ran out, naming the
+// flag; Guard refuses the change (PreviewRefused), saying to use Report or to raise the flag; a
+// Warning event says the same; and no scheduler runs the change.
+func TestPreviewGuardRefusesPastCPUBudget(t *testing.T) {
+	k := suiteCluster()
+	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.CPULimit = time.Millisecond })
+	name := uniqueName("cpu")
+	k.createProfilePods(t, name, 2, 3)
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	const spent = "the preview ran out of its CPU time budget of 1ms (--preview-cpu-limit) for its simulations; nothing was decided: the simulation stopped at its CPU time limit of 1ms"
+	pv := refused.Status.Preview
+	if !strings.HasPrefix(pv.Incomplete, spent) || pv.To.ConfigHash == "" || pv.Failure != "" {
+		t.Errorf("status.preview = %+v, want incomplete to begin %q", pv, spent)
+	}
+	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
+	for _, want := range []string{spent, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-cpu-limit raised"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
+		}
+	}
+	k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "is incomplete: "+spent)
+	if refused.Status.ConfigHash != "" {
+		t.Errorf("status.configHash %s: the refused configuration was recorded as rolled out", refused.Status.ConfigHash)
+	}
+	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
+		t.Error(err)
+	}
 }

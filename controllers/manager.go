@@ -54,7 +54,7 @@ type ManagerOptions struct {
 	// once; 0 is DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// Preview bounds the previews of profiles' changes; zero fields take the defaults
-	// (DefaultPreviewMaxPods, DefaultPreviewTimeout).
+	// (DefaultPreviewMaxPods, DefaultPreviewCPULimit, DefaultPreviewTimeout).
 	Preview PreviewOptions
 	// MaxMembersPerScheduler is how many profiles a Scheduler serves; 0 is
 	// MaxMembersPerScheduler. Not a flag: tests set a small one.

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,13 +39,31 @@ const (
 	// DefaultPreviewMaxPods is how many of a profile's pods a preview simulates: the first in
 	// queue order. 2,000 pods on 1,000 nodes take seconds of one core per configuration.
 	DefaultPreviewMaxPods = 2000
+	// DefaultPreviewCPULimit is the CPU time that the two simulations of one preview may use
+	// together, counted on the whole operator process. Both configurations of a preview of
+	// DefaultPreviewMaxPods pods on 1,000 nodes running 3,000 other pods took 8 to 13 s of CPU
+	// time (plain Deployments, or with spread constraints and anti-affinity): a minute leaves five
+	// times that for bigger clusters and costlier plugins.
+	DefaultPreviewCPULimit = time.Minute
 	// DefaultPreviewTimeout is how long one preview, the read of the cluster and both
-	// simulations, may take before it is given up.
-	DefaultPreviewTimeout = 2 * time.Minute
+	// simulations, may take before it is given up. It is a safety bound, for a simulation that
+	// waits on what never comes and so uses no CPU time: a simulation runs on about one core,
+	// so a preview that spends its whole CPU time budget reaches this first only when the
+	// operator gets less than a fifth of a core.
+	DefaultPreviewTimeout = 5 * time.Minute
 )
 
-// outOfTime begins status.preview.incomplete of a preview that ran out of its time budget.
-const outOfTime = "the preview ran out of its time budget"
+// Beginnings of status.preview.incomplete of a preview that ran out of a budget.
+const (
+	outOfTime = "the preview ran out of its time budget"
+	outOfCPU  = "the preview ran out of its CPU time budget"
+)
+
+// Flags of the budgets of a preview, which a refusal for want of either names.
+const (
+	timeoutFlag  = "--preview-timeout"
+	cpuLimitFlag = "--preview-cpu-limit"
+)
 
 // maxPreviewPods is how many newly unschedulable pods status.preview and a refusal name.
 const maxPreviewPods = 3
@@ -60,6 +77,9 @@ type PreviewOptions struct {
 	MaxPods int
 	// Timeout is a preview's time budget (DefaultPreviewTimeout).
 	Timeout time.Duration
+	// CPULimit is the CPU time budget of a preview's two simulations together
+	// (DefaultPreviewCPULimit).
+	CPULimit time.Duration
 }
 
 func (o PreviewOptions) withDefaults() PreviewOptions {
@@ -68,6 +88,9 @@ func (o PreviewOptions) withDefaults() PreviewOptions {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultPreviewTimeout
+	}
+	if o.CPULimit <= 0 {
+		o.CPULimit = DefaultPreviewCPULimit
 	}
 	return o
 }
@@ -93,12 +116,14 @@ type previewRequest struct {
 }
 
 // previewOutcome is a finished preview: its status, and how many more pods the new
-// configuration leaves unschedulable. decided is false when no comparison came out of it (the
-// time budget ran out, or it failed).
+// configuration leaves unschedulable. decided is false when no comparison came out of it (a
+// budget ran out, or it failed).
 type previewOutcome struct {
 	status  schedulingv1alpha1.PreviewStatus
 	added   int
 	decided bool
+	// spent is the flag of the budget that ran out, when one did.
+	spent string
 	// retryAt is when a failed preview is run again; zero for one that did not fail.
 	retryAt time.Time
 }
@@ -344,8 +369,9 @@ func schedulerEvent(name string) event.GenericEvent {
 	return event.GenericEvent{Object: &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
-// run reads the cluster and previews the change within the time budget. keep is false when a
-// newer change, or the operator's stop, cancelled it.
+// run reads the cluster and previews the change within the time budget, and its simulations
+// within the CPU time budget. keep is false when a newer change, or the operator's stop,
+// cancelled it.
 func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutcome, bool) {
 	start := time.Now()
 	budget, cancel := context.WithTimeoutCause(ctx, pv.opts.Timeout, context.DeadlineExceeded)
@@ -357,24 +383,20 @@ func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutco
 		// decided until then.
 		deadline, _ := budget.Deadline()
 		limit := max(time.Until(deadline)/2, time.Millisecond)
-		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerName, req.running, req.next, pv.opts.MaxPods, simulate.Options{Limit: limit})
+		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerName, req.running, req.next, pv.opts.MaxPods,
+			simulate.Options{Limit: limit, CPULimit: pv.opts.CPULimit})
 	}
 	if ctx.Err() != nil {
 		return nil, false
 	}
-	var incomplete string
-	if budget.Err() != nil {
-		incomplete = fmt.Sprintf("%s of %s (--preview-timeout); nothing was decided", outOfTime, pv.opts.Timeout)
-		err = nil
-	}
-	o := newPreviewOutcome(req.key, res, err, incomplete, pv.opts.MaxPods, start, time.Since(start))
+	o := newPreviewOutcome(req.key, res, err, budget.Err() != nil, pv.opts, start, time.Since(start))
 	log.FromContext(ctx).V(1).Info("Previewed a change", "SchedulerProfile", req.name, "from", req.key.from, "to", req.key.to, "pods", o.status.Pods, "added", o.added)
 	return o, true
 }
 
-// newPreviewOutcome turns a preview that started at start and took took, with its result, or
-// its error or the bound that cut it short, into its outcome.
-func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, incomplete string, maxPods int, start time.Time, took time.Duration) *previewOutcome {
+// newPreviewOutcome turns a preview that started at start and took took, with its result or its
+// error, or timedOut past opts.Timeout, into its outcome.
+func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, timedOut bool, opts PreviewOptions, start time.Time, took time.Duration) *previewOutcome {
 	o := &previewOutcome{status: schedulingv1alpha1.PreviewStatus{
 		From: schedulingv1alpha1.PreviewRun{ConfigHash: key.from},
 		To:   schedulingv1alpha1.PreviewRun{ConfigHash: key.to},
@@ -384,8 +406,9 @@ func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, 
 		DurationMilliseconds: took.Milliseconds(),
 	}}
 	switch {
-	case incomplete != "":
-		o.status.Incomplete = incomplete
+	case timedOut:
+		o.status.Incomplete = fmt.Sprintf("%s of %s (%s); nothing was decided", outOfTime, opts.Timeout, timeoutFlag)
+		o.spent = timeoutFlag
 		return o
 	case err != nil:
 		o.status.Failure = bounded(err.Error(), maxRolloutFailure)
@@ -395,23 +418,39 @@ func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, 
 	st := &o.status
 	st.Pods, st.Moved = int32(res.Pods), int32(len(res.Moved))
 	st.To.Unschedulable, st.To.NodesUsed = int32(res.New.Unschedulable), int32(res.New.NodesUsed)
-	stopped := res.New.Stopped
+	stopped := res.New
 	if res.Running != nil {
 		st.From.Unschedulable, st.From.NodesUsed = int32(res.Running.Unschedulable), int32(res.Running.NodesUsed)
-		stopped = cmp.Or(res.Running.Stopped, stopped)
+		if res.Running.Stopped != "" {
+			stopped = *res.Running
+		}
 	}
 	for _, p := range res.NewlyUnschedulable[:min(len(res.NewlyUnschedulable), maxPreviewPods)] {
 		st.NewlyUnschedulable = append(st.NewlyUnschedulable, schedulingv1alpha1.PreviewPod{Pod: p.Pod, Reason: bounded(p.Reason, 1024)})
 	}
 	switch {
-	case stopped != "":
+	case stopped.Stopped != "":
 		// Counts of the pods decided until the limit compare nothing: Guard refuses.
 		o.decided = false
-		st.Incomplete = bounded(fmt.Sprintf("%s (--preview-timeout); nothing was decided: %s", outOfTime, stopped), 1024)
+		st.Incomplete, o.spent = budgetSpent(stopped, opts)
 	case res.Total > res.Pods:
-		st.Incomplete = fmt.Sprintf("the first %d of the profile's %d pods in queue order were simulated (--preview-max-pods %d)", res.Pods, res.Total, maxPods)
+		st.Incomplete = fmt.Sprintf("the first %d of the profile's %d pods in queue order were simulated (--preview-max-pods %d)", res.Pods, res.Total, opts.MaxPods)
 	}
 	return o
+}
+
+// budgetSpent is status.preview.incomplete of a preview whose simulation of a configuration
+// stopped at a limit, and the flag of the budget that ran out.
+func budgetSpent(stopped simulate.RevisionOutcome, opts PreviewOptions) (incomplete, flag string) {
+	if stopped.StoppedByCPU {
+		return bounded(fmt.Sprintf("%s of %s (%s) for its simulations; nothing was decided: %s", outOfCPU, opts.CPULimit, cpuLimitFlag, stopped.Stopped), 1024), cpuLimitFlag
+	}
+	return bounded(fmt.Sprintf("%s (%s); nothing was decided: %s", outOfTime, timeoutFlag, stopped.Stopped), 1024), timeoutFlag
+}
+
+// ranOut tells whether a preview's status.preview.incomplete says that a budget ran out.
+func ranOut(incomplete string) bool {
+	return strings.HasPrefix(incomplete, outOfTime) || strings.HasPrefix(incomplete, outOfCPU)
 }
 
 // previewGate is what the preview of a change says of its rollout: held when reason is set.
@@ -424,8 +463,8 @@ func (g previewGate) held() bool { return g.reason != "" }
 
 // decidePreview is the rule of spec.rollout.preview: in Guard mode, a change rolls out once its
 // preview leaves at most maxNewlyUnschedulable more pods unschedulable than the running
-// configuration; a preview that decided nothing (time budget, failure) refuses it. Other modes
-// never hold a change.
+// configuration; a preview that decided nothing (a budget ran out, it failed) refuses it. Other
+// modes never hold a change.
 func decidePreview(s schedulingv1alpha1.PreviewSettings, o *previewOutcome) previewGate {
 	if previewMode(s) != schedulingv1alpha1.PreviewGuard {
 		return previewGate{}
@@ -439,7 +478,11 @@ func decidePreview(s schedulingv1alpha1.PreviewSettings, o *previewOutcome) prev
 		if why == "" {
 			why = "the preview failed: " + o.status.Failure
 		}
-		return previewGate{schedulingv1alpha1.ReasonPreviewRefused, "Guard: " + why + keeps + "; set spec.rollout.preview.mode to Report to roll it out"}
+		fix := "; set spec.rollout.preview.mode to Report to roll it out"
+		if o.spent != "" {
+			fix += ", or have the operator's " + o.spent + " raised"
+		}
+		return previewGate{schedulingv1alpha1.ReasonPreviewRefused, "Guard: " + why + keeps + fix}
 	}
 	maxAdded := 0
 	if s.MaxNewlyUnschedulable != nil {
@@ -539,7 +582,7 @@ func (r *SchedulerProfileReconciler) recordPreviewEvent(before, after *schedulin
 		return
 	}
 	eventType := "Normal"
-	if a.Failure != "" || strings.HasPrefix(a.Incomplete, outOfTime) || a.To.Unschedulable > a.From.Unschedulable {
+	if a.Failure != "" || ranOut(a.Incomplete) || a.To.Unschedulable > a.From.Unschedulable {
 		eventType = "Warning"
 	}
 	r.recorder.Eventf(after, nil, eventType, eventReasonPreview, actionRollout, "%s", previewSummary(a))
@@ -550,7 +593,7 @@ func previewSummary(s schedulingv1alpha1.PreviewStatus) string {
 	if s.Failure != "" {
 		return "The preview of configuration " + s.To.ConfigHash + " failed: " + s.Failure
 	}
-	if strings.HasPrefix(s.Incomplete, outOfTime) {
+	if ranOut(s.Incomplete) {
 		return "The preview of configuration " + s.To.ConfigHash + " is incomplete: " + s.Incomplete
 	}
 	from := "no running configuration"

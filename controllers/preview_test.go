@@ -30,7 +30,8 @@ func TestNewPreviewOutcome(t *testing.T) {
 		},
 	}}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.Local)
-	o := newPreviewOutcome(key, res, nil, "", 4, start, 1500*time.Millisecond)
+	opts := PreviewOptions{MaxPods: 4}.withDefaults()
+	o := newPreviewOutcome(key, res, nil, false, opts, start, 1500*time.Millisecond)
 	want := schedulingv1alpha1.PreviewStatus{
 		StartTime:            metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)),
 		DurationMilliseconds: 1500,
@@ -59,12 +60,62 @@ func TestNewPreviewOutcome(t *testing.T) {
 	if !equality.Semantic.DeepEqual(o.status, read) {
 		t.Errorf("status.preview changes in a round trip through JSON: %+v, read back %+v", o.status, read)
 	}
-	stopped := &simulate.ProfilePreview{Total: 4, Preview: &simulate.Preview{Pods: 2, New: simulate.RevisionOutcome{Stopped: "the simulation stopped at its time limit"}}}
-	if o := newPreviewOutcome(key, stopped, nil, "", 4, start, time.Second); o.decided || !strings.HasPrefix(o.status.Incomplete, outOfTime) {
-		t.Errorf("a preview stopped at its limit: decided %t, incomplete %q", o.decided, o.status.Incomplete)
+}
+
+// TestNewPreviewOutcomeUndecided: a preview that a budget cut short, or that failed, decides
+// nothing; its status says which budget ran out, with its flag, and so does its event.
+func TestNewPreviewOutcomeUndecided(t *testing.T) {
+	key := previewKey{from: "aaa", to: "bbb"}
+	opts := PreviewOptions{}.withDefaults()
+	stopped := func(running, next simulate.RevisionOutcome) *simulate.ProfilePreview {
+		return &simulate.ProfilePreview{Total: 4, Preview: &simulate.Preview{Pods: 2, Running: &running, New: next}}
 	}
-	if o := newPreviewOutcome(key, nil, errors.New("listing Nodes: forbidden"), "", 4, start, time.Second); o.decided || o.status.Failure != "listing Nodes: forbidden" {
-		t.Errorf("a failed preview: decided %t, failure %q", o.decided, o.status.Failure)
+	const (
+		wallStop = "the simulation stopped at its wall-clock time limit of 1m0s, with 2 of 4 pods decided: the other 2 were not simulated"
+		cpuStop  = "the simulation stopped at its CPU time limit of 1m0s, with 0 of 4 pods decided: the other 4 were not simulated"
+	)
+	tests := []struct {
+		name      string
+		res       *simulate.ProfilePreview
+		err       error
+		timedOut  bool
+		wantSpent string
+		// wantIncomplete and wantFailure are status.preview's; wantSummary begins the event's note.
+		wantIncomplete, wantFailure, wantSummary string
+	}{
+		{
+			name: "past --preview-timeout", timedOut: true, wantSpent: timeoutFlag,
+			wantIncomplete: "the preview ran out of its time budget of 5m0s (--preview-timeout); nothing was decided",
+			wantSummary:    "The preview of configuration bbb is incomplete: the preview ran out of its time budget of 5m0s",
+		},
+		{
+			name: "a simulation at its wall-clock limit", res: stopped(simulate.RevisionOutcome{}, simulate.RevisionOutcome{Stopped: wallStop}), wantSpent: timeoutFlag,
+			wantIncomplete: "the preview ran out of its time budget (--preview-timeout); nothing was decided: " + wallStop,
+			wantSummary:    "The preview of configuration bbb is incomplete: the preview ran out of its time budget (--preview-timeout)",
+		},
+		{
+			name:           "the CPU time budget spent by the running configuration's simulation",
+			res:            stopped(simulate.RevisionOutcome{Stopped: cpuStop, StoppedByCPU: true}, simulate.RevisionOutcome{Stopped: cpuStop, StoppedByCPU: true}),
+			wantSpent:      cpuLimitFlag,
+			wantIncomplete: "the preview ran out of its CPU time budget of 1m0s (--preview-cpu-limit) for its simulations; nothing was decided: " + cpuStop,
+			wantSummary:    "The preview of configuration bbb is incomplete: the preview ran out of its CPU time budget of 1m0s (--preview-cpu-limit)",
+		},
+		{
+			name: "failed", err: errors.New("listing Nodes: forbidden"),
+			wantFailure: "listing Nodes: forbidden", wantSummary: "The preview of configuration bbb failed: listing Nodes: forbidden",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newPreviewOutcome(key, tt.res, tt.err, tt.timedOut, opts, time.Now(), time.Second)
+			if o.decided || o.spent != tt.wantSpent || o.status.Incomplete != tt.wantIncomplete || o.status.Failure != tt.wantFailure {
+				t.Errorf("decided %t, spent %q, incomplete %q, failure %q; want undecided, spent %q, incomplete %q, failure %q",
+					o.decided, o.spent, o.status.Incomplete, o.status.Failure, tt.wantSpent, tt.wantIncomplete, tt.wantFailure)
+			}
+			if got := previewSummary(o.status); !strings.HasPrefix(got, tt.wantSummary) {
+				t.Errorf("event %q, want it to begin %q", got, tt.wantSummary)
+			}
+		})
 	}
 }
 
@@ -102,9 +153,17 @@ func TestDecidePreview(t *testing.T) {
 			wantReason: schedulingv1alpha1.ReasonPreviewRefused, wantIn: []string{"while no scheduler runs them", "maxNewlyUnschedulable 2"},
 		},
 		{
-			name: "Guard refuses what the preview could not decide", settings: guard(nil),
-			outcome:    &previewOutcome{status: schedulingv1alpha1.PreviewStatus{Incomplete: outOfTime + " of 2m0s (--preview-timeout); nothing was decided"}},
-			wantReason: schedulingv1alpha1.ReasonPreviewRefused, wantIn: []string{outOfTime, "set spec.rollout.preview.mode to Report"},
+			name: "Guard refuses what the preview could not decide in time", settings: guard(nil),
+			outcome:    &previewOutcome{spent: timeoutFlag, status: schedulingv1alpha1.PreviewStatus{Incomplete: outOfTime + " of 2m0s (--preview-timeout); nothing was decided"}},
+			wantReason: schedulingv1alpha1.ReasonPreviewRefused, wantIn: []string{outOfTime, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-timeout raised"},
+		},
+		{
+			name: "Guard refuses what the preview could not decide within its CPU time", settings: guard(nil),
+			outcome: &previewOutcome{spent: cpuLimitFlag, status: schedulingv1alpha1.PreviewStatus{
+				Incomplete: outOfCPU + " of 1m0s (--preview-cpu-limit) for its simulations; nothing was decided: the simulation stopped",
+			}},
+			wantReason: schedulingv1alpha1.ReasonPreviewRefused,
+			wantIn:     []string{outOfCPU + " of 1m0s (--preview-cpu-limit)", "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-cpu-limit raised"},
 		},
 	}
 	for _, tt := range tests {

@@ -82,8 +82,8 @@ type PreviewStatus struct {
 	DurationMilliseconds int64 `json:"durationMilliseconds,omitempty"`
 
 	// incomplete says which bound cut the preview short: the cap on simulated pods (the first
-	// pods in queue order were simulated), or the time budget (nothing was decided). Empty
-	// when the preview is complete.
+	// pods in queue order were simulated), or the CPU time or time budget (nothing was decided).
+	// Empty when the preview is complete.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024

@@ -32,6 +32,8 @@ func (s *simulation) drain(ctx context.Context) error {
 		if err := s.settle(ctx); err != nil {
 			return err
 		}
+		// Before each cycle: a limit spent since the last tick stops the simulation here.
+		s.cpu.check()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

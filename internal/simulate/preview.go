@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Preview compares two revisions of a profile, the running one and a new one, on one snapshot
@@ -32,47 +33,90 @@ type RevisionOutcome struct {
 	Unschedulable int `json:"unschedulable"`
 	// NodesUsed counts the nodes it placed pods on.
 	NodesUsed int `json:"nodesUsed"`
-	// Stopped says that its simulation reached its time limit: its counts cover the pods
-	// decided until then.
+	// Stopped says that its simulation reached a limit: its counts cover the pods decided
+	// until then.
 	Stopped string `json:"stopped,omitempty"`
+	// StoppedByCPU says that the limit was the CPU time limit the two simulations share.
+	StoppedByCPU bool `json:"stoppedByCPU,omitempty"`
 }
 
-// PreviewChange simulates the running revision (nil for none) and the new one on cluster with
-// workload, each in a scheduler of its own, and compares them. A simulation that reaches its
+// PreviewChange simulates the running revision (nil for none) and then the new one on cluster
+// with workload, each in a scheduler of its own, and compares them. opts.Limit bounds each
+// simulation; opts.CPULimit bounds the two together: the new revision's simulation may use what
+// the running one's left, and does not start when nothing is left. A simulation that reaches a
 // limit is not an error: its outcome says it stopped, and only the pods both decided are compared.
 func PreviewChange(ctx context.Context, running *Profile, next Profile, cluster *Cluster, workload *Workload, opts Options) (*Preview, error) {
+	left := opts.CPULimit
 	var before []PodResult
-	var beforeStopped string
+	var beforeStopped *LimitError
 	if running != nil {
 		var err error
-		if before, beforeStopped, err = runOrStop(ctx, *running, cluster, workload, opts); err != nil {
+		if before, beforeStopped, err = runOrStop(ctx, *running, cluster, workload, opts, &left); err != nil {
 			return nil, err
 		}
 	}
-	after, afterStopped, err := runOrStop(ctx, next, cluster, workload, opts)
+	after, afterStopped, err := runOrStop(ctx, next, cluster, workload, opts, &left)
 	if err != nil {
 		return nil, err
 	}
 	p := comparePreview(running, before, next, after)
 	if p.Running != nil {
-		p.Running.Stopped = beforeStopped
+		p.Running.setStopped(beforeStopped)
 	}
-	p.New.Stopped = afterStopped
+	p.New.setStopped(afterStopped)
 	return p, nil
 }
 
-// runOrStop runs one simulation; at its limit it returns the results until then and why it
-// stopped.
-func runOrStop(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options) ([]PodResult, string, error) {
-	results, err := Run(ctx, p, cluster, workload, opts)
+// runOrStop runs one simulation with the CPU time left of opts.CPULimit, and takes from left
+// what the process used meanwhile. At a limit it returns the results until then and the limit;
+// a CPU time limit is reported as the whole of opts.CPULimit, which the simulations share.
+func runOrStop(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options, left *time.Duration) ([]PodResult, *LimitError, error) {
+	budget := opts.CPULimit
+	if budget > 0 && *left <= 0 {
+		return nil, &LimitError{Limit: budget, CPU: true, Pods: len(workload.Pods)}, nil
+	}
+	opts.CPULimit = *left
+	var results []PodResult
+	var err error
+	used, cpuErr := cpuUsed(budget > 0, func() { results, err = Run(ctx, p, cluster, workload, opts) })
+	if cpuErr != nil {
+		return nil, nil, cpuErr
+	}
+	*left -= used
 	var limit *LimitError
 	if errors.As(err, &limit) {
-		return results, limit.Error(), nil
+		if limit.CPU {
+			limit.Limit = budget
+		}
+		return results, limit, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("previewing %s: %w", p.Name, err)
+		return nil, nil, fmt.Errorf("previewing %s: %w", p.Name, err)
 	}
-	return results, "", nil
+	return results, nil, nil
+}
+
+// cpuUsed runs f and returns the CPU time the process used meanwhile when measure is set, or
+// nothing.
+func cpuUsed(measure bool, f func()) (time.Duration, error) {
+	if !measure {
+		f()
+		return 0, nil
+	}
+	start, err := processCPU()
+	if err != nil {
+		return 0, err
+	}
+	f()
+	end, err := processCPU()
+	return end - start, err
+}
+
+// setStopped records the limit that stopped the revision's simulation, if one did.
+func (o *RevisionOutcome) setStopped(limit *LimitError) {
+	if limit != nil {
+		o.Stopped, o.StoppedByCPU = limit.Error(), limit.CPU
+	}
 }
 
 // comparePreview compares the results of the running revision (nil profile: none) with the new

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -133,5 +134,39 @@ func TestPreviewChange(t *testing.T) {
 	}
 	if fresh.Running != nil || fresh.Pods != 40 || len(fresh.NewlyUnschedulable) != 40 {
 		t.Fatalf("a new profile with a selector no node matches: want its 40 pods newly unschedulable; got %+v", fresh)
+	}
+}
+
+// TestPreviewChangeSharesCPULimit: the two simulations of a preview share its CPU time limit.
+// With 1ms, the running revision's simulation spends it and stops, and the new revision's does
+// not start: both say they stopped at the preview's CPU time limit, and no pod is compared. With
+// an ample limit, the preview is the one without a limit.
+func TestPreviewChangeSharesCPULimit(t *testing.T) {
+	c, w := manyPodsCase()
+	running, next := defaultProfile(t), defaultProfile(t)
+	next.Name = "next"
+	spent, err := PreviewChange(context.Background(), &running, next, c, w, Options{CPULimit: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notStarted := fmt.Sprintf("the simulation stopped at its CPU time limit of 1ms, with 0 of %d pods decided: the other %d were not simulated", len(w.Pods), len(w.Pods))
+	if !spent.Running.StoppedByCPU || !strings.HasPrefix(spent.Running.Stopped, "the simulation stopped at its CPU time limit of 1ms, with ") {
+		t.Errorf("the running revision's outcome %+v does not say it stopped at the CPU time limit of 1ms", spent.Running)
+	}
+	if !spent.New.StoppedByCPU || spent.New.Stopped != notStarted || spent.New.Bound+spent.New.Unschedulable != 0 || spent.Pods != 0 {
+		t.Errorf("the new revision's outcome %+v (%d pods compared), want no pod decided and %q", spent.New, spent.Pods, notStarted)
+	}
+
+	c, w = tiesCase()
+	unlimited, err := PreviewChange(context.Background(), &running, next, c, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ample, err := PreviewChange(context.Background(), &running, next, c, w, Options{CPULimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(unlimited, ample); diff != "" {
+		t.Errorf("an ample CPU time limit changed the preview (-without +with):\n%s", diff)
 	}
 }

@@ -273,20 +273,26 @@ func FuzzRunRepeatable(f *testing.F) {
 	})
 }
 
-// TestRunLimit: a simulation that reaches its limit returns a LimitError with the pods decided
-// until then, and the report says it stopped instead of giving the others a result.
-func TestRunLimit(t *testing.T) {
+// manyPodsCase is tiesCase with 5000 more small pods: a workload that takes seconds of CPU.
+func manyPodsCase() (*Cluster, *Workload) {
 	c, w := tiesCase()
 	for i := range 5000 {
 		w.Pods = append(w.Pods, pod(fmt.Sprintf("more-%04d", i), "10m"))
 	}
+	return c, w
+}
+
+// TestRunLimit: a simulation that reaches its limit returns a LimitError with the pods decided
+// until then, and the report says it stopped instead of giving the others a result.
+func TestRunLimit(t *testing.T) {
+	c, w := manyPodsCase()
 	results, err := Run(context.Background(), defaultProfile(t), c, w, Options{Limit: 500 * time.Millisecond})
 	var limit *LimitError
 	if !errors.As(err, &limit) {
 		t.Fatalf("want a LimitError, got %v", err)
 	}
-	if limit.Pods != len(w.Pods) || limit.Decided != len(results) || limit.Decided >= limit.Pods {
-		t.Fatalf("LimitError %+v for %d results of %d pods", limit, len(results), len(w.Pods))
+	if limit.CPU || limit.Pods != len(w.Pods) || limit.Decided != len(results) || limit.Decided >= limit.Pods {
+		t.Fatalf("LimitError %+v for %d results of %d pods, want the wall-clock limit", limit, len(results), len(w.Pods))
 	}
 	for _, r := range results {
 		if r.Node == "" {
@@ -300,8 +306,41 @@ func TestRunLimit(t *testing.T) {
 	if err := (&Report{Runs: []RunReport{run}}).WriteText(&text, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("STOPPED: the simulation stopped at its time limit of 500ms, with %d of %d pods decided: the other %d were not simulated", limit.Decided, limit.Pods, limit.Pods-limit.Decided)
+	want := fmt.Sprintf("STOPPED: the simulation stopped at its wall-clock time limit of 500ms, with %d of %d pods decided: the other %d were not simulated", limit.Decided, limit.Pods, limit.Pods-limit.Decided)
 	if !strings.Contains(text.String(), want) || run.Summary.NotSimulated != limit.Pods-limit.Decided {
 		t.Fatalf("the report does not say the simulation stopped (want %q, %d not simulated):\n%s", want, limit.Pods-limit.Decided, text.String())
+	}
+}
+
+// TestRunCPULimit: a simulation that needs more CPU time than its CPU time limit stops with a
+// LimitError that names CPU time, with the pods decided until then; one whose CPU time limit is
+// ample reports what a simulation without one does.
+func TestRunCPULimit(t *testing.T) {
+	c, w := manyPodsCase()
+	results, err := Run(context.Background(), defaultProfile(t), c, w, Options{CPULimit: time.Millisecond})
+	var limit *LimitError
+	if !errors.As(err, &limit) {
+		t.Fatalf("want a LimitError, got %v", err)
+	}
+	if !limit.CPU || limit.Limit != time.Millisecond || limit.Pods != len(w.Pods) || limit.Decided != len(results) || limit.Decided >= limit.Pods {
+		t.Fatalf("LimitError %+v for %d results of %d pods, want the CPU time limit of 1ms", limit, len(results), len(w.Pods))
+	}
+	want := fmt.Sprintf("the simulation stopped at its CPU time limit of 1ms, with %d of %d pods decided: the other %d were not simulated", limit.Decided, limit.Pods, limit.Pods-limit.Decided)
+	if limit.Error() != want {
+		t.Errorf("error %q, want %q", limit.Error(), want)
+	}
+	t.Logf("%d of %d pods decided within 1ms of CPU time", limit.Decided, limit.Pods)
+
+	c, w = tiesCase()
+	unlimited, err := Run(context.Background(), defaultProfile(t), c, w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ample, err := Run(context.Background(), defaultProfile(t), c, w, Options{CPULimit: time.Hour})
+	if err != nil {
+		t.Fatalf("with an hour of CPU time: %v", err)
+	}
+	if diff := cmp.Diff(unlimited, ample); diff != "" {
+		t.Errorf("an ample CPU time limit changed the results (-without +with):\n%s", diff)
 	}
 }

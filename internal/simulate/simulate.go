@@ -14,8 +14,9 @@
 //     or preempted for it and then bound or refused it; waits end on what the scheduler
 //     records, never on a timer. A pod the scheduler leaves undecided once it has nothing left to
 //     do (a PreEnqueue plugin holds it back, a pod waits at Permit for pods that never come) is
-//     reported so at that point. The only clock is Options.Limit on the whole simulation, which
-//     reports that it stopped (LimitError) rather than give a pod a result.
+//     reported so at that point. The only bounds are the limits on the whole simulation,
+//     Options.CPULimit (CPU time) and Options.Limit (wall-clock time, a safety bound), either of
+//     which stops it with a LimitError rather than give a pod a result.
 //   - Each cycle starts from the same state: the simulation waits until the scheduler's pod
 //     handler has handled every write made until then (a fence pod), so that its cache and queue
 //     hold the bindings and evictions before the next cycle.
@@ -26,6 +27,12 @@
 //     (by zone, then by name); Score and the other parallel steps, whose results go to a slot
 //     per node and so do not depend on the order, run on every core. Preemption is upstream's
 //     DefaultPreemption with its three chances fixed (preemption.go).
+//
+// A CPU time limit is a budget, not a measure of the simulation: it counts the CPU time of the
+// whole process while the simulation runs (getrusage), which in the operator includes its
+// reconcilers, its webhook and anything else it does meanwhile. Per-thread time would miss the
+// work the scheduler does on its other goroutines. Unlike wall-clock time, it does not grow while
+// the process waits for a core, so a busy machine does not make a simulation stop earlier.
 //
 // Extenders are not called: they are services of the cluster, and a simulation writes nothing
 // and calls nothing.
@@ -99,24 +106,35 @@ const gcPercent = 400
 // DefaultLimit is the wall-clock time a simulation may take when Options leave it unset.
 const DefaultLimit = 10 * time.Minute
 
-// Options bound a simulation.
+// Options bound a simulation. Nothing else in a simulation depends on time; a simulation that
+// reaches a limit returns a *LimitError.
 type Options struct {
-	// Limit is the wall-clock time the simulation may take, DefaultLimit when zero. Nothing
-	// else in a simulation depends on time; a simulation that reaches its limit returns a
-	// *LimitError.
+	// Limit is the wall-clock time the simulation may take, DefaultLimit when zero.
 	Limit time.Duration
+	// CPULimit is the CPU time, user and system, that the process may use while the simulation
+	// runs; zero is no limit. It is sampled before each scheduling cycle and every 50 ms (a
+	// tenth of a smaller limit), so the process may use a little more before the simulation
+	// stops.
+	CPULimit time.Duration
 }
 
-// LimitError is the error of a simulation that reached its limit before the scheduler had
-// decided every pod. Run returns it with the results of the pods decided until then.
+// LimitError is the error of a simulation that reached a limit before the scheduler had decided
+// every pod. Run returns it with the results of the pods decided until then.
 type LimitError struct {
+	// Limit is the limit reached: Options.CPULimit when CPU is set, otherwise the wall-clock
+	// Options.Limit.
 	Limit time.Duration
+	CPU   bool
 	// Decided and Pods count the pods with a result, and all the workload's pods.
 	Decided, Pods int
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("the simulation stopped at its time limit of %s, with %d of %d pods decided: the other %d were not simulated", e.Limit, e.Decided, e.Pods, e.Pods-e.Decided)
+	which := "wall-clock time limit"
+	if e.CPU {
+		which = "CPU time limit"
+	}
+	return fmt.Sprintf("the simulation stopped at its %s of %s, with %d of %d pods decided: the other %d were not simulated", which, e.Limit, e.Decided, e.Pods, e.Pods-e.Decided)
 }
 
 // Run schedules workload on cluster with the scheduler of p, one pod at a time.
@@ -137,8 +155,18 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
-	work, cancel := context.WithTimeoutCause(ctx, limit, errLimit)
+	timed, cancel := context.WithTimeoutCause(ctx, limit, errLimit)
 	defer cancel()
+	work, cancelCPU := context.WithCancelCause(timed)
+	defer cancelCPU(nil)
+	var cpu *cpuWatch
+	if opts.CPULimit > 0 {
+		var err error
+		if cpu, err = watchCPU(cancelCPU, opts.CPULimit); err != nil {
+			return nil, err
+		}
+		defer cpu.stop()
+	}
 	// The scheduler's logs are not the simulation's output. A logger without a sink turns each
 	// of the scheduler's log calls, several per node and pod, into a nil check, where klog's
 	// would check its verbosity and name a logger per Filter call.
@@ -153,6 +181,7 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...)); err != nil {
 			return err
 		}
+		s.cpu = cpu
 		pods, err := s.queueOrder(workload.Pods, cluster)
 		if err != nil {
 			return err
@@ -160,12 +189,13 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 		bs = batches(pods)
 		return s.scheduleAll(work, bs)
 	}()
-	if err != nil && errors.Is(context.Cause(work), errLimit) && ctx.Err() == nil {
+	if stopped := limitOf(context.Cause(work), limit, opts.CPULimit); err != nil && stopped != nil && ctx.Err() == nil {
 		var results []PodResult
 		if s != nil {
 			results = s.results(bs)
 		}
-		return results, &LimitError{Limit: limit, Decided: len(results), Pods: len(workload.Pods)}
+		stopped.Decided, stopped.Pods = len(results), len(workload.Pods)
+		return results, stopped
 	}
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", p.Name, err)
@@ -173,8 +203,20 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 	return s.results(bs), nil
 }
 
-// errLimit is the cause of a simulation's end at its limit.
-var errLimit = errors.New("the simulation reached its time limit")
+// errLimit is the cause of a simulation's end at its wall-clock limit.
+var errLimit = errors.New("the simulation reached its wall-clock time limit")
+
+// limitOf is the error of a simulation that cause ended at its wall-clock limit wall or its CPU
+// time limit cpu, without its counts; nil for another cause.
+func limitOf(cause error, wall, cpu time.Duration) *LimitError {
+	switch {
+	case errors.Is(cause, errLimit):
+		return &LimitError{Limit: wall}
+	case errors.Is(cause, errCPULimit):
+		return &LimitError{Limit: cpu, CPU: true}
+	}
+	return nil
+}
 
 // batch is pods to create together: one pod, or all the pods of the workload that join one
 // PodGroup, where the first of them is in the queue order. A gang's pods wait in the queue
@@ -222,6 +264,8 @@ type simulation struct {
 	// fence is the fence pod and the last version written.
 	fence   *corev1.Pod
 	fenceAt int
+	// cpu is the CPU time limit, nil for none.
+	cpu *cpuWatch
 }
 
 // maxNominations is how often a pod may preempt before it is reported unschedulable: each

@@ -62,6 +62,16 @@ func (k *cluster) startOperator(t *testing.T, rc *rest.Config) *framework.Operat
 	return framework.StartOperator(t, rc, operatorOptions)
 }
 
+// startOperatorWith is startOperator, as the administrator, with the test's changes to the
+// operator's settings.
+func (k *cluster) startOperatorWith(t *testing.T, change func(*controllers.ManagerOptions)) *framework.Operator {
+	t.Helper()
+	k.ensureOperatorNamespace(t)
+	o := operatorOptions
+	change(&o)
+	return framework.StartOperator(t, k.cfg, o)
+}
+
 // uniqueName returns prefix followed by a random suffix: every test has its own profiles, and
 // -count=N reruns in the same apiserver never meet the objects of an earlier run.
 func uniqueName(prefix string) string {

@@ -22,6 +22,24 @@ import (
 // noPool is NodePool's args of a node pool that no node is in.
 const noPool = `{"nodeSelector":{"matchLabels":{"pool":"none"}}}`
 
+// createProfilePods creates nodes ready nodes, name-n0 and on, and pods pods of scheduler name
+// running on name-n0, all deleted when the test ends: the pods that a preview of profile name
+// simulates.
+func (k *cluster) createProfilePods(t *testing.T, name string, nodes, pods int) {
+	t.Helper()
+	for i := range nodes {
+		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-n%d", name, i), map[string]string{"pool": "a"})
+	}
+	for i := range pods {
+		pod := testutil.MakePod(fmt.Sprintf("%s-%d", name, i), "default").SchedulerName(name).Request(corev1.ResourceCPU, "100m").Obj()
+		pod.Spec.NodeName = name + "-n0"
+		if err := k.admin.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+}
+
 // TestPreviewGuardRefusesThenReportRolls: a profile whose three pods run on two nodes is
 // changed to a node pool that no node is in. In Guard mode the change is previewed, refused
 // (Progressing=False, PreviewRefused, naming a pod and NodePool's reason) and not rolled out:
@@ -31,10 +49,7 @@ func TestPreviewGuardRefusesThenReportRolls(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("preview")
-	for i := range 2 {
-		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-n%d", name, i), map[string]string{"pool": "a"})
-	}
-	k.createBoundPods(t, name, name+"-n0", 3)
+	k.createProfilePods(t, name, 2, 3)
 	p := testutil.MakeProfile(name).Obj()
 	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
 	k.createProfile(t, p)
@@ -105,13 +120,7 @@ func TestPreviewReportDoesNotWait(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("report")
-	createReadyNode(t, t.Context(), k.admin, name+"-n0", map[string]string{"pool": "a"})
-	pod := testutil.MakePod(name+"-0", "default").SchedulerName(name).Obj()
-	pod.Spec.NodeName = name + "-n0"
-	if err := k.admin.Create(t.Context(), pod); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	k.createProfilePods(t, name, 1, 1)
 	k.createProfile(t, testutil.MakeProfile(name).Obj())
 	first := k.waitForRollout(t, name)
 	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
@@ -140,8 +149,7 @@ func TestPreviewGuardHoldsOneMember(t *testing.T) {
 	k.startOperator(t, k.cfg)
 	sched := uniqueName("pvsched")
 	guarded, other := sched+"-a", sched+"-b"
-	createReadyNode(t, t.Context(), k.admin, sched+"-n0", map[string]string{"pool": "a"})
-	k.createBoundPods(t, guarded, sched+"-n0", 3)
+	k.createProfilePods(t, guarded, 1, 3)
 	k.createScheduler(t, testutil.MakeScheduler(sched).Obj())
 	p := testutil.MakeProfile(guarded).SchedulerRef(sched).Obj()
 	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
@@ -188,16 +196,38 @@ func TestPreviewGuardHoldsOneMember(t *testing.T) {
 	})
 }
 
-// createBoundPods creates n pods of scheduler name schedulerName in default, named after it and
-// bound to node, and deletes them when the test ends.
-func (k *cluster) createBoundPods(t *testing.T, schedulerName, node string, n int) {
-	t.Helper()
-	for i := range n {
-		pod := testutil.MakePod(fmt.Sprintf("%s-%d", schedulerName, i), "default").SchedulerName(schedulerName).Request(corev1.ResourceCPU, "100m").Obj()
-		pod.Spec.NodeName = node
-		if err := k.admin.Create(t.Context(), pod); err != nil {
-			t.Fatal(err)
+// TestPreviewGuardRefusesPastCPUBudget: with --preview-cpu-limit of a millisecond, less than
+// building a simulation's scheduler takes, the preview of a guarded profile stops before it has
+// simulated its pods. status.preview.incomplete says that the CPU time budget ran out, naming the
+// flag; Guard refuses the change (PreviewRefused), saying to use Report or to raise the flag; a
+// Warning event says the same; and no scheduler runs the change.
+func TestPreviewGuardRefusesPastCPUBudget(t *testing.T) {
+	k := suiteCluster()
+	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.CPULimit = time.Millisecond })
+	name := uniqueName("cpu")
+	k.createProfilePods(t, name, 2, 3)
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	const spent = "the preview ran out of its CPU time budget of 1ms (--preview-cpu-limit) for its simulations; nothing was decided: the simulation stopped at its CPU time limit of 1ms"
+	pv := refused.Status.Preview
+	if !strings.HasPrefix(pv.Incomplete, spent) || pv.To.ConfigHash == "" || pv.Failure != "" {
+		t.Errorf("status.preview = %+v, want incomplete to begin %q", pv, spent)
+	}
+	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
+	for _, want := range []string{spent, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-cpu-limit raised"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
 		}
-		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
+	}
+	k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "is incomplete: "+spent)
+	if refused.Status.ConfigHash != "" {
+		t.Errorf("status.configHash %s: the refused configuration was recorded as rolled out", refused.Status.ConfigHash)
+	}
+	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
+		t.Error(err)
 	}
 }

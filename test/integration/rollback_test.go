@@ -166,10 +166,7 @@ func TestControllerRevertAfterDeadlineRollsOut(t *testing.T) {
 // the test; zero fields keep the defaults.
 func (k *cluster) startOperatorWithRollout(t *testing.T, th controllers.RolloutThresholds) *framework.Operator {
 	t.Helper()
-	k.ensureOperatorNamespace(t)
-	o := operatorOptions
-	o.Rollout = th
-	return framework.StartOperator(t, k.cfg, o)
+	return k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Rollout = th })
 }
 
 // notRolledBack checks that a profile reports no failed rollout and that its Deployment is on

@@ -99,7 +99,8 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.DurationVar(&opts.Rollout.StartError, "rollout-start-error-timeout", controllers.DefaultStartErrorTimeout, "How long a new scheduler pod may fail to pull its image or create its container, from when it was bound, before its rollout is rolled back.")
 	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
 	fs.IntVar(&opts.Preview.MaxPods, "preview-max-pods", controllers.DefaultPreviewMaxPods, "How many of a profile's pods the preview of a change simulates (spec.rollout.preview): the first in queue order; the status says when there were more.")
-	fs.DurationVar(&opts.Preview.Timeout, "preview-timeout", controllers.DefaultPreviewTimeout, "The time budget of one preview: reading the cluster and simulating both configurations. A preview past it decides nothing, and Guard does not roll the change out.")
+	fs.DurationVar(&opts.Preview.Timeout, "preview-timeout", controllers.DefaultPreviewTimeout, "The wall-clock time budget of one preview, a safety bound: reading the cluster and simulating both configurations. A preview past it decides nothing, and Guard does not roll the change out.")
+	fs.DurationVar(&opts.Preview.CPULimit, "preview-cpu-limit", controllers.DefaultPreviewCPULimit, "The CPU time budget that the two simulations of one preview share, counted on the whole operator process. A preview past it decides nothing, and Guard does not roll the change out.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "How many profiles, and how many Schedulers, the operator reconciles at once; a profile or Scheduler is never in two passes at once.")
 	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
 		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, priorityClassList(v)...)
@@ -121,8 +122,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	if opts.UpgradeMaxInFlight < 1 {
 		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
 	}
-	if opts.Preview.MaxPods < 1 || opts.Preview.Timeout <= 0 {
-		return opts, nil, fmt.Errorf("--preview-max-pods and --preview-timeout must be positive, not %d and %s (spec.rollout.preview.mode: Off turns a profile's previews off)", opts.Preview.MaxPods, opts.Preview.Timeout)
+	if opts.Preview.MaxPods < 1 || opts.Preview.Timeout <= 0 || opts.Preview.CPULimit <= 0 {
+		return opts, nil, fmt.Errorf("--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not %d, %s and %s (spec.rollout.preview.mode: Off turns a profile's previews off)",
+			opts.Preview.MaxPods, opts.Preview.Timeout, opts.Preview.CPULimit)
 	}
 	if err := opts.SchedulerPodCaps.Validate(); err != nil {
 		return opts, nil, err

@@ -92,18 +92,30 @@ func TestManagerOptions(t *testing.T) {
 		},
 		{
 			name: "preview bounds",
-			args: []string{"--preview-max-pods=500", "--preview-timeout=30s"},
+			args: []string{"--preview-max-pods=500", "--preview-timeout=30s", "--preview-cpu-limit=10s"},
 			env:  env,
 			want: controllers.ManagerOptions{
 				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
-				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second},
+				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second, CPULimit: 10 * time.Second},
 			},
 		},
 		{
 			name:    "preview without pods",
 			args:    []string{"--preview-max-pods=0"},
 			env:     env,
-			wantErr: "--preview-max-pods and --preview-timeout must be positive",
+			wantErr: "--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not 0, 5m0s and 1m0s",
+		},
+		{
+			name:    "preview without CPU time",
+			args:    []string{"--preview-cpu-limit=0s"},
+			env:     env,
+			wantErr: "--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not 2000, 5m0s and 0s",
+		},
+		{
+			name:    "preview CPU time not a duration",
+			args:    []string{"--preview-cpu-limit=1"},
+			env:     env,
+			wantErr: `invalid value "1" for flag -preview-cpu-limit`,
 		},
 		{
 			name: "concurrent reconciles",
@@ -154,7 +166,7 @@ func TestManagerOptions(t *testing.T) {
 				tc.want.UpgradeMaxInFlight = controllers.DefaultUpgradeMaxInFlight
 			}
 			if tc.want.Preview == (controllers.PreviewOptions{}) {
-				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout}
+				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout, CPULimit: controllers.DefaultPreviewCPULimit}
 			}
 			if tc.want.MaxConcurrentReconciles == 0 {
 				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles

@@ -35,7 +35,8 @@ const (
 	exitUsage = 2
 	// exitUnschedulable is --fail-on-unschedulable's: the profile under test left pods unschedulable.
 	exitUnschedulable = 3
-	// exitLimit: a simulation reached --time-limit; the report says which and how far it got.
+	// exitLimit: a simulation reached --time-limit or --cpu-limit; the report says which and how
+	// far it got.
 	exitLimit = 4
 )
 
@@ -51,7 +52,7 @@ type simulateOptions struct {
 	namespace, output, zoneLabel             string
 	columns                                  []string
 	failOnUnschedulable                      bool
-	timeLimit                                time.Duration
+	timeLimit, cpuLimit                      time.Duration
 }
 
 // runSimulate is `manager simulate`: it schedules a workload on a snapshot of a cluster with the
@@ -106,13 +107,14 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 		}
 		return nil
 	})
-	fs.DurationVar(&o.timeLimit, "time-limit", simulate.DefaultLimit, fmt.Sprintf("The longest a simulation of one profile may take. One that reaches it stops, and its report says how many pods it decided (exit status %d); nothing else in a simulation depends on time.", exitLimit))
+	fs.DurationVar(&o.timeLimit, "time-limit", simulate.DefaultLimit, fmt.Sprintf("The longest a simulation of one profile may take, in wall-clock time. One that reaches it stops, and its report says how many pods it decided (exit status %d); nothing else in a simulation depends on time.", exitLimit))
+	fs.DurationVar(&o.cpuLimit, "cpu-limit", 0, fmt.Sprintf("The CPU time, of this whole process, that a simulation of one profile may use; 0 is no limit. One that reaches it stops as at --time-limit (exit status %d), whatever the load of the machine.", exitLimit))
 	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml|html]")
 		fmt.Fprintln(stderr, "Schedules the workload one pod at a time with the scheduler the operator would roll out for the profile,")
 		fmt.Fprintln(stderr, "in this process and without writing to any cluster, and prints each pod's node and a summary.")
-		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable, %d at --time-limit.\n", exitError, exitUsage, exitUnschedulable, exitLimit)
+		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable, %d at --time-limit or --cpu-limit.\n", exitError, exitUsage, exitUnschedulable, exitLimit)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -121,7 +123,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 		}
 		return nil, exitUsage
 	}
-	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || !slices.Contains([]string{"text", "json", "yaml", "html"}, o.output) {
+	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || !slices.Contains([]string{"text", "json", "yaml", "html"}, o.output) || o.cpuLimit < 0 {
 		fs.Usage()
 		return nil, exitUsage
 	}
@@ -157,7 +159,7 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		results, err := simulate.Run(ctx, p, cluster, workload, simulate.Options{Limit: o.timeLimit})
+		results, err := simulate.Run(ctx, p, cluster, workload, simulate.Options{Limit: o.timeLimit, CPULimit: o.cpuLimit})
 		var limit *simulate.LimitError
 		if err != nil && !errors.As(err, &limit) {
 			return nil, err

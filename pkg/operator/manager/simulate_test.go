@@ -235,20 +235,33 @@ func TestSimulateAdvice(t *testing.T) {
 	}
 }
 
-// TestSimulateTimeLimit: a simulation that reaches --time-limit prints its report, which says it
-// stopped and how far it got, names it on stderr and exits with status 4.
-func TestSimulateTimeLimit(t *testing.T) {
+// TestSimulateLimits: a simulation that reaches --time-limit or --cpu-limit prints its report,
+// which says which limit stopped it and how far it got, names it on stderr and exits with
+// status 4.
+func TestSimulateLimits(t *testing.T) {
 	atRoot(t)
-	var stdout, stderr bytes.Buffer
-	args := []string{"-f", sample + "binpack.yaml", "--cluster", simCluster, "--workload", simWorkload, "--time-limit", "1ns"}
-	if code := runSimulate(args, &stdout, &stderr); code != exitLimit {
-		t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitLimit, stderr.String())
+	tests := []struct {
+		name string
+		flag []string
+		// stopped begins the message; the pods decided within a CPU time limit vary.
+		stopped string
+	}{
+		{"wall clock", []string{"--time-limit", "1ns"}, "the simulation stopped at its wall-clock time limit of 1ns, with 0 of 7 pods decided: the other 7 were not simulated"},
+		{"CPU time", []string{"--cpu-limit", "1ms"}, "the simulation stopped at its CPU time limit of 1ms, with "},
 	}
-	const stopped = "the simulation stopped at its time limit of 1ns, with 0 of 7 pods decided: the other 7 were not simulated"
-	if !strings.Contains(stdout.String(), "STOPPED: "+stopped) {
-		t.Errorf("the report does not say the simulation stopped:\n%s", stdout.String())
-	}
-	if want := "profile binpack: " + stopped + "\n"; stderr.String() != want {
-		t.Errorf("stderr %q, want %q", stderr.String(), want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"-f", sample + "binpack.yaml", "--cluster", simCluster, "--workload", simWorkload}, tt.flag...)
+			if code := runSimulate(args, &stdout, &stderr); code != exitLimit {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitLimit, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), "STOPPED: "+tt.stopped) {
+				t.Errorf("the report does not say the simulation stopped (%q):\n%s", tt.stopped, stdout.String())
+			}
+			if want := "profile binpack: " + tt.stopped; !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("stderr %q, want one line beginning %q", stderr.String(), want)
+			}
+		})
 	}
 }

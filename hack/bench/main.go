@@ -88,8 +88,10 @@ type options struct {
 	// operatorProcess, in an operator's process of assign or preview, names the file that says
 	// what it serves.
 	operatorProcess string
-	// previewNodes and previewPods size the cluster of preview.
+	// previewNodes and previewPods size the cluster of preview; previewCPUProfile is where it
+	// writes a CPU profile of its operator's process.
 	previewNodes, previewPods int
+	previewCPUProfile         string
 	// manager is the binary simulate-cli runs; the others size its snapshot and its runs.
 	manager                                              string
 	simulateCLINodes, simulateCLIPods, simulateCLIRounds int
@@ -150,6 +152,7 @@ func main() {
 	flag.StringVar(&o.operatorProcess, "operator-process", "", "internal: run the operator of assign or preview in this process, as the JSON file this names says")
 	flag.IntVar(&o.previewNodes, "preview-nodes", 1000, "preview: fake nodes of the cluster the operator previews a change on")
 	flag.IntVar(&o.previewPods, "preview-pods", 2000, "preview: pods of the profile's scheduler name, three in four bound to the nodes, the others pending")
+	flag.StringVar(&o.previewCPUProfile, "preview-cpuprofile", "", "preview: write a CPU profile of the operator's process, over all its rounds, to <this>-operator.pprof")
 	flag.StringVar(&o.manager, "manager", "bin/manager", "simulate-cli: the operator's binary, whose simulate command it runs")
 	flag.IntVar(&o.simulateCLINodes, "simulate-cli-nodes", 5000, "simulate-cli: nodes of the snapshot")
 	flag.IntVar(&o.simulateCLIPods, "simulate-cli-pods", 50000, "simulate-cli: pending pods of the snapshot, which the profile schedules")

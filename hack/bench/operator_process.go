@@ -32,6 +32,9 @@ type operatorProcess struct {
 	// SchedulerName.
 	FloorAddr     string
 	SchedulerName string
+	// CPUProfile, when set, is the prefix of a CPU profile of the process's whole life, written
+	// to <CPUProfile>-operator.pprof.
+	CPUProfile string
 }
 
 // runOperatorProcess is an operator's process: the operator as main wires it, with its webhooks
@@ -46,6 +49,11 @@ func runOperatorProcess(ctx context.Context, o options) error {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
+	return profiled(p.CPUProfile, "operator", func() error { return serveOperator(ctx, p) })
+}
+
+// serveOperator runs the operator, and the floor webhook, as p says until ctx ends.
+func serveOperator(ctx context.Context, p operatorProcess) error {
 	// As main reads its configuration: KUBECONFIG, and controller-runtime's client rate limit.
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -67,7 +67,7 @@ func benchPreview(ctx context.Context, o options) ([]stats.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	operator, err := startOperatorProcess(ctx, c, admin, o, "preview", operatorProcess{})
+	operator, err := startOperatorProcess(ctx, c, admin, o, "preview", operatorProcess{CPUProfile: o.previewCPUProfile})
 	if err != nil {
 		return nil, err
 	}

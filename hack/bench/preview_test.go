@@ -44,12 +44,13 @@ func TestPreviewRowsGoals(t *testing.T) {
 
 // TestResetPeakMemory: after the reset, VmHWM is no longer the peak of memory released before.
 func TestResetPeakMemory(t *testing.T) {
-	garbage := make([]byte, 64<<20)
-	for i := range garbage {
-		garbage[i] = 1
-	}
-	runtime.KeepAlive(garbage)
-	garbage = nil
+	func() {
+		garbage := make([]byte, 64<<20)
+		for i := range garbage {
+			garbage[i] = 1
+		}
+		runtime.KeepAlive(garbage)
+	}()
 	debug.FreeOSMemory()
 	before, err := cluster.ReadMemory("self")
 	if err != nil {

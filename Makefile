@@ -269,7 +269,7 @@ test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
 
 # Benchmarks (hack/bench): `make bench` runs them all and prints one table, also written to
 # .cache/bench/bench.txt; `make bench-<name>` runs one (table in .cache/bench/<name>.txt). ROUNDS,
-# NODES and PODS size them; with the defaults they take about 20 min on 2 cores.
+# NODES and PODS size them; with the defaults they take about 30 min on 2 cores.
 ROUNDS ?= 4
 NODES ?= 1000
 PODS ?= 5000

@@ -269,15 +269,15 @@ test-fuzz: ## Fuzz Render and Validate for a bounded time (FUZZTIME).
 
 # Benchmarks (hack/bench): `make bench` runs them all and prints one table, also written to
 # .cache/bench/bench.txt; `make bench-<name>` runs one (table in .cache/bench/<name>.txt). ROUNDS,
-# NODES and PODS size them; with the defaults they take about 20 min on 2 cores.
+# NODES and PODS size them; with the defaults they take about 30 min on 2 cores.
 ROUNDS ?= 4
 NODES ?= 1000
 PODS ?= 5000
 BENCH = go run ./hack/bench --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-scheduler --upstream-scheduler $(LOCALBIN)/kube-scheduler-upstream \
-	--noop-scheduler $(LOCALBIN)/kube-scheduler-noop --rounds $(ROUNDS) --nodes $(NODES) --pods $(PODS) --dir .cache/bench
+	--noop-scheduler $(LOCALBIN)/kube-scheduler-noop --manager $(LOCALBIN)/manager --rounds $(ROUNDS) --nodes $(NODES) --pods $(PODS) --dir .cache/bench
 
 .PHONY: bench
-bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Run every benchmark (validate, throughput, simulate, cycle, operator, shared, assign, memory) and print one table.
+bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/manager bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Run every benchmark (validate, throughput, simulate, simulate-cli, cycle, operator, preview, shared, assign, memory) and print one table.
 	$(BENCH) --out .cache/bench/bench.txt
 
 .PHONY: bench-throughput
@@ -288,6 +288,10 @@ bench-throughput: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/kube-scheduler bin
 bench-simulate: ## manager simulate's engine: PODS pods on NODES nodes in process, seconds and CPU per pod (the ratio to the scheduler's needs throughput in the same run: make bench).
 	$(BENCH) --run simulate --out .cache/bench/simulate.txt
 
+.PHONY: bench-simulate-cli
+bench-simulate-cli: bin/manager ## bin/manager simulate of 50,000 pending pods on a snapshot of 5,000 nodes, in a process of its own: seconds, CPU, peak memory.
+	$(BENCH) --run simulate-cli --out .cache/bench/simulate-cli.txt
+
 .PHONY: bench-cycle
 bench-cycle: ## CPU of the plugins' part of a scheduling cycle: default profile, with our plugins, with two no-op plugins (in process).
 	$(BENCH) --run cycle --out .cache/bench/cycle.txt
@@ -295,6 +299,10 @@ bench-cycle: ## CPU of the plugins' part of a scheduling cycle: default profile,
 .PHONY: bench-operator
 bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 1000 profiles created at once: time to settle, CPU, writes, reconciles/s, peak memory, writes of a resync.
 	$(BENCH) --run operator --out .cache/bench/operator.txt
+
+.PHONY: bench-preview
+bench-preview: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator's preview of a profile's change, 2000 pods on 1000 nodes: time until status.preview shows it, the operator's memory over idle.
+	$(BENCH) --run preview --out .cache/bench/preview.txt
 
 .PHONY: bench-shared
 bench-shared: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator and its webhook with a Scheduler of 50 and of 150 members: time and CPU to serve them all, of one member's change, p50/p99 of a member's dry-run review.

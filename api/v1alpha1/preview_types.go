@@ -5,8 +5,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // RolloutSettings set how a change of the profile's configuration rolls out.
 type RolloutSettings struct {
 	// preview simulates each new configuration against the running one before, or while, it
-	// rolls out. Only a profile with a scheduler of its own is previewed; the profiles of a
-	// shared Scheduler are not yet.
+	// rolls out. A member of a shared Scheduler is previewed on its own entry.
 	// +optional
 	Preview PreviewSettings `json:"preview,omitzero"`
 }

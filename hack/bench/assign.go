@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -15,11 +14,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -130,36 +127,29 @@ func benchAssign(ctx context.Context, o options) ([]stats.Row, error) {
 // explains the rates.
 func assignRows(results []assignResult) []stats.Row {
 	const name = "assign"
-	each := func(f func(assignResult) float64) []float64 {
-		v := make([]float64, len(results))
-		for i, r := range results {
-			v[i] = f(r)
-		}
-		return v
-	}
-	p99 := each(func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 99)) })
+	p99 := stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 99)) })
 	rates := map[string][]float64{}
 	cpu := map[string][]float64{}
 	for _, ns := range assignNamespaces {
-		rates[ns] = each(func(r assignResult) float64 { return r.rate(ns) })
-		cpu[ns] = each(func(r assignResult) float64 { cp, op, cl := r.cpuPerPod(ns); return cp + op + cl })
+		rates[ns] = stats.Each(results, func(r assignResult) float64 { return r.rate(ns) })
+		cpu[ns] = stats.Each(results, func(r assignResult) float64 { cp, op, cl := r.cpuPerPod(ns); return cp + op + cl })
 	}
 	ratio := stats.Ratios(rates[assignLabelled], rates[assignUnlabelled])
 	first := results[0]
 	rows := []stats.Row{
 		{Benchmark: name, Measure: fmt.Sprintf("webhook review p50, %d pods created at %.0f/s", first.Pods, first.Rate),
-			Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 50)) })), Unit: "ms", Decimals: 2,
+			Value: stats.Summarize(stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.Reviews, 50)) })), Unit: "ms", Decimals: 2,
 			Note: "each review the apiserver sent for a pod of the labelled namespace, timed at a proxy before the operator's webhook server (TLS, HTTP, decode, the decision from the cache, encode; not the apiserver's part); the operator and the floor webhook in a process of their own, envtest; lowest creates/s held in a turn: " +
-				stats.Format(1, each(func(r assignResult) float64 { return r.Paced })) + "; load average (1 min) before: " + stats.Format(1, each(func(r assignResult) float64 { return r.Load }))},
+				stats.Format(1, stats.Each(results, func(r assignResult) float64 { return r.Paced })) + "; load average (1 min) before: " + stats.Format(1, stats.Each(results, func(r assignResult) float64 { return r.Load }))},
 		{Benchmark: name, Measure: "  webhook review p99", Value: stats.Summarize(p99), Unit: "ms", Decimals: 2,
 			Note: fmt.Sprintf("goal ≤ 5 ms: %s; rounds: %s", stats.Verdict(stats.Summarize(p99).Median <= 5), stats.Format(2, p99))},
-		{Benchmark: name, Measure: "  floor webhook review p50", Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.FloorReviews, 50)) })), Unit: "ms", Decimals: 2,
+		{Benchmark: name, Measure: "  floor webhook review p50", Value: stats.Summarize(stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.FloorReviews, 50)) })), Unit: "ms", Decimals: 2,
 			Note: "as many pods in the floor webhook's namespace, at the same pace, in turns with the labelled one (labelled, floor, floor, labelled), timed the same way: what any webhook served in the operator's process shows"},
-		{Benchmark: name, Measure: "  floor webhook review p99", Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.FloorReviews, 99)) })), Unit: "ms", Decimals: 2,
-			Note: "rounds: " + stats.Format(2, each(func(r assignResult) float64 { return ms(percentileOf(r.FloorReviews, 99)) }))},
-		{Benchmark: name, Measure: "  pod create through the apiserver p50", Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.Creates, 50)) })), Unit: "ms", Decimals: 1,
+		{Benchmark: name, Measure: "  floor webhook review p99", Value: stats.Summarize(stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.FloorReviews, 99)) })), Unit: "ms", Decimals: 2,
+			Note: "rounds: " + stats.Format(2, stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.FloorReviews, 99)) }))},
+		{Benchmark: name, Measure: "  pod create through the apiserver p50", Value: stats.Summarize(stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.Creates, 50)) })), Unit: "ms", Decimals: 1,
 			Note: "the labelled namespace's creates, as their client waited for them (apiserver, etcd, the webhook and the proxy)"},
-		{Benchmark: name, Measure: "  pod create through the apiserver p99", Value: stats.Summarize(each(func(r assignResult) float64 { return ms(percentileOf(r.Creates, 99)) })), Unit: "ms", Decimals: 1},
+		{Benchmark: name, Measure: "  pod create through the apiserver p99", Value: stats.Summarize(stats.Each(results, func(r assignResult) float64 { return ms(percentileOf(r.Creates, 99)) })), Unit: "ms", Decimals: 1},
 		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, labelled namespace, %d clients", first.Clients), Value: stats.Summarize(rates[assignLabelled]), Unit: "pods/s", Decimals: 0,
 			Note: fmt.Sprintf("%d blocks of %d pods per namespace and round, the namespaces in turn; the apiserver calls the operator's webhook server; every pod checked for its scheduler name and annotation", len(first.Blocks[assignLabelled]), first.Batch)},
 		{Benchmark: name, Measure: fmt.Sprintf("pods created/s, floor webhook, %d clients", first.Clients), Value: stats.Summarize(rates[assignFloor]), Unit: "pods/s", Decimals: 0,
@@ -182,8 +172,8 @@ func assignRows(results []assignResult) []stats.Row {
 		{"CPU per pod, unlabelled namespace", assignUnlabelled},
 	} {
 		row := stats.Row{Benchmark: name, Measure: c.measure, Value: stats.Summarize(cpu[c.ns]), Unit: "ms", Decimals: 2}
-		controlPlane := each(func(r assignResult) float64 { cp, _, _ := r.cpuPerPod(c.ns); return cp })
-		operator := each(func(r assignResult) float64 { _, op, _ := r.cpuPerPod(c.ns); return op })
+		controlPlane := stats.Each(results, func(r assignResult) float64 { cp, _, _ := r.cpuPerPod(c.ns); return cp })
+		operator := stats.Each(results, func(r assignResult) float64 { _, op, _ := r.cpuPerPod(c.ns); return op })
 		row.Note = "apiserver and etcd: " + stats.Format(2, controlPlane) + "; operator's process: " + stats.Format(2, operator)
 		if i == 0 {
 			row.Note = "user+system of the apiserver, etcd, the operator's process (operator, floor webhook) and the clients in the namespace's blocks / pods; " + row.Note
@@ -217,19 +207,19 @@ func assignChild(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	operator, err := startOperatorProcess(ctx, c, admin, o)
+	operator, err := startAssignOperator(ctx, c, admin, o)
 	if err != nil {
 		return err
 	}
 	defer operator.stop()
-	schedulerName, err := availableProfile(ctx, admin)
+	schedulerName, err := availableProfile(ctx, admin, testutil.MakeProfile(assignProfile).Obj())
 	if err != nil {
 		return err
 	}
 	if schedulerName != assignProfile {
 		return fmt.Errorf("SchedulerProfile %s has scheduler name %s, not the one the floor webhook assigns", assignProfile, schedulerName)
 	}
-	if err := installFloorWebhook(ctx, admin, operator.floorAddr, c.WebhookCA()); err != nil {
+	if err := installFloorWebhook(ctx, admin, operator.FloorAddr, c.WebhookCA()); err != nil {
 		return err
 	}
 	if err := createAssignNamespaces(ctx, admin, schedulerName); err != nil {
@@ -239,7 +229,7 @@ func assignChild(ctx context.Context, o options) error {
 	if err := createBlocks(ctx, c.Client, o, operator.pid(), &r); err != nil {
 		return err
 	}
-	if err := timeReviews(ctx, c, admin, o, operator.floorAddr, &r); err != nil {
+	if err := timeReviews(ctx, c, admin, o, operator.FloorAddr, &r); err != nil {
 		return err
 	}
 	if err := checkAssignments(ctx, c.Client, o, schedulerName); err != nil {
@@ -252,108 +242,27 @@ func assignChild(ctx context.Context, o options) error {
 	return os.WriteFile(o.childOut, data, 0o644)
 }
 
-// operatorProcess is what the operator's process of the assign benchmark is told, as JSON in
-// the file that --assign-operator names.
-type operatorProcess struct {
-	// Host, Port and CertDir are where the cluster's webhook configurations call the operator.
-	Host    string
-	Port    int
-	CertDir string
-	// FloorAddr is where the floor webhook is served; it assigns SchedulerName.
-	FloorAddr     string
-	SchedulerName string
-}
-
-// assignOperator is the operator's process of the assign benchmark: the operator with its
-// webhooks, as main wires it, and the floor webhook, until it is told to stop (SIGTERM). Its
-// garbage collector and its goroutines are theirs alone.
-func assignOperator(ctx context.Context, o options) error {
-	data, err := os.ReadFile(o.assignOperator)
-	if err != nil {
-		return err
-	}
-	var p operatorProcess
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	// As main reads its configuration: KUBECONFIG, and controller-runtime's client rate limit.
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return err
-	}
-	opts := operatorOptions()
-	opts.Webhook = &controllers.WebhookOptions{Host: p.Host, Port: p.Port, CertDir: p.CertDir}
-	stop, err := startOperatorWith(ctx, cfg, opts)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	floor, err := serveFloorWebhook(p.FloorAddr, p.CertDir, p.SchedulerName)
-	if err != nil {
-		return err
-	}
-	defer floor.stop()
-	<-ctx.Done()
-	return nil
-}
-
-// operatorProc is the operator's process, started by startOperatorProcess.
-type operatorProc struct {
-	cmd       *exec.Cmd
-	floorAddr string
-}
-
-// startOperatorProcess starts the operator, with its webhooks served where the cluster's webhook
-// configurations call and the floor webhook, in a process of its own (this command with
-// --assign-operator), and waits until the apiserver calls its webhooks.
-func startOperatorProcess(ctx context.Context, c *cluster.Cluster, admin client.Client, o options) (*operatorProc, error) {
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
-		return nil, err
-	}
+// startAssignOperator starts the operator, with its webhooks served where the cluster's webhook
+// configurations call and the floor webhook, in a process of its own, and waits until the
+// apiserver calls its webhooks.
+func startAssignOperator(ctx context.Context, c *cluster.Cluster, admin client.Client, o options) (*operatorProc, error) {
 	ports, err := localcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
 	host, port, certDir := c.Webhook()
-	p := operatorProcess{Host: host, Port: port, CertDir: certDir,
-		FloorAddr: net.JoinHostPort(host, strconv.Itoa(ports[0])), SchedulerName: assignProfile}
-	data, err := json.Marshal(p)
+	op, err := startOperatorProcess(ctx, c, admin, o, "assign", operatorProcess{
+		Webhook:   &controllers.WebhookOptions{Host: host, Port: port, CertDir: certDir},
+		FloorAddr: net.JoinHostPort(host, strconv.Itoa(ports[0])), SchedulerName: assignProfile,
+	})
 	if err != nil {
 		return nil, err
 	}
-	path, err := filepath.Abs(filepath.Join(o.dir, "assign-operator.json"))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "--assign-operator="+path)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	op := &operatorProc{cmd: cmd, floorAddr: p.FloorAddr}
 	if err := waitWebhook(ctx, admin); err != nil {
 		op.stop()
 		return nil, err
 	}
 	return op, nil
-}
-
-func (p *operatorProc) pid() int { return p.cmd.Process.Pid }
-
-// stop stops the operator's process and waits for it.
-func (p *operatorProc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.cmd.Wait(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: the operator's process:", err)
-	}
 }
 
 // createAssignNamespaces creates the benchmark's namespaces and waits until the pods of the
@@ -394,32 +303,6 @@ func checkAssignments(ctx context.Context, cs kubernetes.Interface, o options, s
 		_, annotated := p.Annotations[v1alpha1.AnnotationAssignment]
 		return p.Spec.SchedulerName == v1alpha1.DefaultSchedulerName && !annotated
 	})
-}
-
-// availableProfile creates a profile, marks its Deployment available as the Deployment
-// controller (absent in envtest) would, waits until the profile is Available and returns its
-// scheduler name.
-func availableProfile(ctx context.Context, admin client.Client) (string, error) {
-	if err := admin.Create(ctx, testutil.MakeProfile(assignProfile).Obj()); err != nil {
-		return "", err
-	}
-	p := &v1alpha1.SchedulerProfile{}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := admin.Get(ctx, client.ObjectKey{Name: assignProfile}, p); err != nil {
-			return false, err
-		}
-		switch {
-		case meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionAvailable):
-			return true, nil
-		case p.Status.DeploymentName != "":
-			return false, testutil.MarkDeploymentAvailable(ctx, admin, client.ObjectKey{Namespace: operatorNamespace, Name: p.Status.DeploymentName})
-		}
-		return false, nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("waiting for SchedulerProfile %s to be Available: %w", assignProfile, err)
-	}
-	return p.Status.SchedulerName, nil
 }
 
 // waitAssigned creates dry-run pods in ns until one is assigned (in the labelled namespace: the

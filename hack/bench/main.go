@@ -7,11 +7,15 @@
 //     doing what those two do, by bin/kube-scheduler with two plugins that do nothing at the
 //     extension points of ours (the framework's floor), and by a client that only posts Bindings
 //     (the apiserver's ceiling), on an envtest apiserver with fake nodes;
+//   - simulate-cli: `manager simulate` as a user runs it, the binary in a child process, on a
+//     snapshot file of thousands of nodes and tens of thousands of pending pods;
 //   - cycle: the CPU time of the plugins' part of a scheduling cycle with the default profile,
 //     with NodePool and NodeLabelPreference, and with two plugins that do nothing (in this
 //     process, on the same nodes, without an apiserver);
 //   - operator: the operator reconciling hundreds of profiles created at once (in a child process
 //     of this command, so that its peak memory is the operator's);
+//   - preview: the operator's preview of a profile's change (in a process of its own, so that its
+//     resident memory is the operator's), on an envtest apiserver with the profile's pods;
 //   - shared: the operator and its webhook with one Scheduler of 50 and of 150 members created at
 //     once (in a child process per size and round): until all are served, one member's change,
 //     dry-run reviews of a member;
@@ -74,15 +78,23 @@ type options struct {
 	childOut      string
 	webhooks      string
 	reviews       int
-	// assignChild, in a child process, runs one round of the assign benchmark; assignOperator, in
-	// that round's operator process, names the file that says where it serves; the others size it.
+	// assignChild, in a child process, runs one round of the assign benchmark; the others size it.
 	assignChild                                          bool
-	assignOperator                                       string
 	assignPods, assignClients, assignBatch, assignBlocks int
 	assignRate                                           float64
 	cpuProfile                                           string
 	// operatorCPUProfile is where operator writes a CPU profile of the settling of its profiles.
 	operatorCPUProfile string
+	// operatorProcess, in an operator's process of assign or preview, names the file that says
+	// what it serves.
+	operatorProcess string
+	// previewNodes and previewPods size the cluster of preview; previewCPUProfile is where it
+	// writes a CPU profile of its operator's process.
+	previewNodes, previewPods int
+	previewCPUProfile         string
+	// manager is the binary simulate-cli runs; the others size its snapshot and its runs.
+	manager                                              string
+	simulateCLINodes, simulateCLIPods, simulateCLIRounds int
 }
 
 // benchmark is one of the benchmarks: it returns the rows it adds to the table.
@@ -95,8 +107,10 @@ var benchmarks = []benchmark{
 	{"validate", benchValidate},
 	{"throughput", benchThroughput},
 	{"simulate", benchSimulate},
+	{"simulate-cli", benchSimulateCLI},
 	{"cycle", benchCycle},
 	{"operator", benchOperator},
+	{"preview", benchPreview},
 	{"shared", benchShared},
 	{"assign", benchAssign},
 	{"memory", benchMemory},
@@ -104,7 +118,7 @@ var benchmarks = []benchmark{
 
 func main() {
 	var o options
-	flag.StringVar(&o.run, "run", "validate,throughput,simulate,cycle,operator,shared,assign,memory", "the benchmarks to run, comma-separated")
+	flag.StringVar(&o.run, "run", "validate,throughput,simulate,simulate-cli,cycle,operator,preview,shared,assign,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/kube-scheduler", "the kube-scheduler binary with the operator's plugins")
 	flag.StringVar(&o.upstream, "upstream-scheduler", "bin/kube-scheduler-upstream", "upstream kube-scheduler, built from the same k8s.io/kubernetes module")
@@ -135,7 +149,14 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "shared-cpuprofile", "", "shared: write CPU profiles of a member's change and of the reviews to <this>-change.pprof and <this>-review.pprof")
 	flag.StringVar(&o.operatorCPUProfile, "operator-cpuprofile", "", "operator: write a CPU profile of the settling of the profiles to <this>-settle.pprof")
 	flag.BoolVar(&o.assignChild, "assign-child", false, "internal: run one round of the assign benchmark in this process")
-	flag.StringVar(&o.assignOperator, "assign-operator", "", "internal: run the operator of the assign benchmark in this process, as the JSON file this names says")
+	flag.StringVar(&o.operatorProcess, "operator-process", "", "internal: run the operator of assign or preview in this process, as the JSON file this names says")
+	flag.IntVar(&o.previewNodes, "preview-nodes", 1000, "preview: fake nodes of the cluster the operator previews a change on")
+	flag.IntVar(&o.previewPods, "preview-pods", 2000, "preview: pods of the profile's scheduler name, three in four bound to the nodes, the others pending")
+	flag.StringVar(&o.previewCPUProfile, "preview-cpuprofile", "", "preview: write a CPU profile of the operator's process, over all its rounds, to <this>-operator.pprof")
+	flag.StringVar(&o.manager, "manager", "bin/manager", "simulate-cli: the operator's binary, whose simulate command it runs")
+	flag.IntVar(&o.simulateCLINodes, "simulate-cli-nodes", 5000, "simulate-cli: nodes of the snapshot")
+	flag.IntVar(&o.simulateCLIPods, "simulate-cli-pods", 50000, "simulate-cli: pending pods of the snapshot, which the profile schedules")
+	flag.IntVar(&o.simulateCLIRounds, "simulate-cli-rounds", 0, "simulate-cli: runs of manager simulate; 0 is --rounds")
 	flag.IntVar(&o.assignPods, "assign-pods", 2000, "assign: pods created at --assign-rate in the labelled namespace, whose reviews are timed")
 	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the webhook is timed")
 	flag.IntVar(&o.assignClients, "assign-clients", 16, "assign: clients creating pods at once when the rate of creates is measured")
@@ -156,8 +177,8 @@ func main() {
 		err = operatorChild(ctx, o)
 	case o.sharedChild > 0:
 		err = sharedChild(ctx, o)
-	case o.assignOperator != "":
-		err = assignOperator(ctx, o)
+	case o.operatorProcess != "":
+		err = runOperatorProcess(ctx, o)
 	case o.assignChild:
 		err = assignChild(ctx, o)
 	default:

@@ -93,26 +93,19 @@ func runOperatorChild(ctx context.Context, o options) (operatorResult, error) {
 // operatorRows summarizes the rounds: the median of each figure, its spread, and the write
 // requests of every round's resync against the goal of none.
 func operatorRows(results []operatorResult) []stats.Row {
-	each := func(f func(operatorResult) float64) []float64 {
-		v := make([]float64, len(results))
-		for i, r := range results {
-			v[i] = f(r)
-		}
-		return v
-	}
-	settle := each(func(r operatorResult) float64 { return r.Settle.Seconds() })
-	settleCPU := each(func(r operatorResult) float64 { return r.SettleCPU.Seconds() })
-	rate := each(func(r operatorResult) float64 { return r.Reconciles / r.Settle.Seconds() })
-	reconciles := each(func(r operatorResult) float64 { return r.Reconciles })
-	settleWrites := each(func(r operatorResult) float64 { return float64(r.SettleWrites) })
-	writeRate := each(func(r operatorResult) float64 { return float64(r.SettleWrites) / r.Settle.Seconds() })
-	controlPlane := each(func(r operatorResult) float64 { return r.ControlPlaneCPU.Seconds() })
-	busy := each(func(r operatorResult) float64 {
+	settle := stats.Each(results, func(r operatorResult) float64 { return r.Settle.Seconds() })
+	settleCPU := stats.Each(results, func(r operatorResult) float64 { return r.SettleCPU.Seconds() })
+	rate := stats.Each(results, func(r operatorResult) float64 { return r.Reconciles / r.Settle.Seconds() })
+	reconciles := stats.Each(results, func(r operatorResult) float64 { return r.Reconciles })
+	settleWrites := stats.Each(results, func(r operatorResult) float64 { return float64(r.SettleWrites) })
+	writeRate := stats.Each(results, func(r operatorResult) float64 { return float64(r.SettleWrites) / r.Settle.Seconds() })
+	controlPlane := stats.Each(results, func(r operatorResult) float64 { return r.ControlPlaneCPU.Seconds() })
+	busy := stats.Each(results, func(r operatorResult) float64 {
 		return (r.ControlPlaneCPU + r.SettleCPU).Seconds() / (r.Settle.Seconds() * float64(runtime.NumCPU()))
 	})
-	peak := each(func(r operatorResult) float64 { return cluster.MiB(r.PeakRSS) })
-	writes := each(func(r operatorResult) float64 { return float64(r.ResyncWrites) })
-	resync := each(func(r operatorResult) float64 { return r.Resync.Seconds() })
+	peak := stats.Each(results, func(r operatorResult) float64 { return cluster.MiB(r.PeakRSS) })
+	writes := stats.Each(results, func(r operatorResult) float64 { return float64(r.ResyncWrites) })
+	resync := stats.Each(results, func(r operatorResult) float64 { return r.Resync.Seconds() })
 	none := true
 	var sample []string
 	for _, r := range results {

@@ -126,13 +126,7 @@ func runChild(ctx context.Context, o options, name string, flags func(path strin
 func sharedRows(sizes []int, results map[int][]sharedResult) []stats.Row {
 	const name = "shared"
 	largest, smallest := slices.Max(sizes), slices.Min(sizes)
-	each := func(n int, f func(sharedResult) float64) []float64 {
-		var v []float64
-		for _, r := range results[n] {
-			v = append(v, f(r))
-		}
-		return v
-	}
+	each := func(n int, f func(sharedResult) float64) []float64 { return stats.Each(results[n], f) }
 	goal := func(n int, met bool, text string) string {
 		if n != largest {
 			return ""

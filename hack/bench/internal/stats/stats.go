@@ -34,6 +34,15 @@ func Summarize(samples []float64) Summary {
 	return Summary{Median: median, Min: v[0], Max: v[n-1], N: n}
 }
 
+// Each is f of each round's result, in the order of the rounds: the samples of one figure.
+func Each[T any](results []T, f func(T) float64) []float64 {
+	v := make([]float64, len(results))
+	for i, r := range results {
+		v[i] = f(r)
+	}
+	return v
+}
+
 // Ratios divides each sample of num by the sample of den of the same round: ratios taken round
 // by round cancel a slow phase of the machine that hits both. The shorter length wins.
 func Ratios(num, den []float64) []float64 {

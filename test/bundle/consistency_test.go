@@ -90,16 +90,16 @@ func TestAnnotationsMatchDockerfileLabels(t *testing.T) {
 
 // TestCSVDeploymentIsConfigManager: OLM runs the Deployment that `make deploy` runs, the one of
 // config/manager as config/default builds it, with the same image, except for the webhook's
-// certificate: OLM provides and mounts it, so the CSV's Deployment mounts no Secret of its own
-// and turns the rotation off.
+// certificate: OLM provides and mounts it, so the CSV's Deployment has no volume of its own for
+// the certificate the operator copies from its Secret, and turns the rotation off.
 func TestCSVDeploymentIsConfigManager(t *testing.T) {
 	csv := readCSV(t)
 	image := operatorImage(t, csv)
 	deployment := &appsv1.Deployment{}
 	fromUnstructured(t, findObject(t, kustomizeBuild(t, "config/default", image), "Deployment"), deployment)
 	pod := &deployment.Spec.Template.Spec
-	if len(pod.Volumes) != 1 || pod.Volumes[0].Secret == nil || len(pod.Containers[0].VolumeMounts) != 1 {
-		t.Fatalf("config/default's Deployment should mount the webhook's certificate Secret only: volumes %+v", pod.Volumes)
+	if len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil || len(pod.Containers[0].VolumeMounts) != 1 {
+		t.Fatalf("config/default's Deployment should have one volume, the emptyDir of the webhook's certificate: volumes %+v", pod.Volumes)
 	}
 	pod.Volumes, pod.Containers[0].VolumeMounts = nil, nil
 	pod.Containers[0].Args = append(pod.Containers[0].Args, "--disable-cert-rotation")

@@ -120,18 +120,24 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 	}) {
 		t.Errorf("The Service targets port %q; the container's ports %+v have no such port %d", svc.Spec.Ports[0].TargetPort.StrVal, manager.Ports, controllers.DefaultWebhookPort)
 	}
-	mounted := ""
-	for _, v := range pod.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == secret.Name {
-			for _, m := range manager.VolumeMounts {
-				if m.Name == v.Name {
-					mounted = m.MountPath
-				}
-			}
+	// The operator copies the certificate from the Secret into the default certificate directory:
+	// that must be a writable volume of the pod's own, not the Secret (which the kubelet syncs a
+	// minute or more late) and not the read-only root filesystem.
+	certDir := ""
+	for _, m := range manager.VolumeMounts {
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if i < 0 {
+			t.Errorf("The container mounts %q, which is no volume of the pod", m.Name)
+			continue
+		}
+		if v := pod.Volumes[i]; v.Secret != nil && v.Secret.SecretName == secret.Name {
+			t.Errorf("The Secret %s is mounted at %q; the operator copies it into an emptyDir", secret.Name, m.MountPath)
+		} else if v.EmptyDir != nil && m.MountPath == "/tmp/k8s-webhook-server/serving-certs" && !m.ReadOnly {
+			certDir = m.MountPath
 		}
 	}
-	if mounted != "/tmp/k8s-webhook-server/serving-certs" {
-		t.Errorf("The Secret %s is mounted at %q, want the default certificate directory", secret.Name, mounted)
+	if certDir == "" {
+		t.Errorf("No writable emptyDir is mounted at the default certificate directory: mounts %+v", manager.VolumeMounts)
 	}
 	grants := func(rules []rbacv1.PolicyRule, resource, name string) bool {
 		return slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {

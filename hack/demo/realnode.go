@@ -73,10 +73,10 @@ func (r *realNode) startCluster(ctx context.Context, paths operatorenv.Paths, di
 func (r *realNode) deploy(ctx context.Context, c client.Client, cluster *localcluster.Cluster, paths operatorenv.Paths) error {
 	step("Installing the operator with `make deploy IMG=" + r.img + "`: CRDs, RBAC, webhook, its Deployment")
 	began := time.Now()
-	if err := operatorenv.Deploy(ctx, c, cluster, paths, r.img); err != nil {
+	if _, err := operatorenv.Deploy(ctx, c, cluster, paths, r.img); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "    operator installed and available in %s\n", time.Since(began).Round(100*time.Millisecond))
+	fmt.Fprintf(os.Stderr, "    operator installed and available, its webhook answering, in %s\n", time.Since(began).Round(100*time.Millisecond))
 	return nil
 }
 

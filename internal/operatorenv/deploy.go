@@ -56,14 +56,17 @@ func KwokNodeSelector() map[string]string { return map[string]string{KwokNodeKey
 
 // Deploy installs the operator as a user does: `make deploy IMG=img` with the cluster's kubeconfig
 // and the kubectl of paths.BinDir, adds args (if any) to its container, and waits until it is
-// available (DeployTimeout). The image must be on the real node (RealNodeOptions.Images).
-func Deploy(ctx context.Context, c client.Client, cluster *localcluster.Cluster, paths Paths, img string, args ...string) error {
+// available (DeployTimeout). The image must be on the real node (RealNodeOptions.Images). It
+// returns how long `make deploy` took: until the first pod was available and its webhook answered.
+func Deploy(ctx context.Context, c client.Client, cluster *localcluster.Cluster, paths Paths, img string, args ...string) (time.Duration, error) {
+	start := time.Now()
 	if out, err := MakeCommand(ctx, cluster, paths, "deploy", img).CombinedOutput(); err != nil {
-		return fmt.Errorf("make deploy: %w\n%s", err, out)
+		return 0, fmt.Errorf("make deploy: %w\n%s", err, out)
 	}
+	made := time.Since(start)
 	dep := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: OperatorDeployment}, dep); err != nil {
-		return err
+		return made, err
 	}
 	if len(args) > 0 {
 		base := dep.DeepCopy()
@@ -71,10 +74,10 @@ func Deploy(ctx context.Context, c client.Client, cluster *localcluster.Cluster,
 		container.Args = append(container.Args, args...)
 		// Patch writes the new generation into dep.
 		if err := c.Patch(ctx, dep, client.MergeFrom(base)); err != nil {
-			return err
+			return made, err
 		}
 	}
-	return WaitOperator(ctx, c, cluster, paths, dep.Generation, DeployTimeout)
+	return made, WaitOperator(ctx, c, cluster, paths, dep.Generation, DeployTimeout)
 }
 
 // MakeCommand is `make -s TARGET IMG=img` in the repository with the cluster's kubeconfig and the

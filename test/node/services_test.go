@@ -209,9 +209,11 @@ func readySchedulerEndpoints(t *testing.T) (map[string]string, int) {
 }
 
 // scrapeEndpoint scrapes a scheduler's endpoint and fails the test unless it answers 200 with
-// kube-scheduler's metrics. An endpoint that refuses the connection is scraped again until it
-// answers or is no longer a ready endpoint of its Service (its pod was stopping while the
-// EndpointSlice still said ready: the test before this one rolls a scheduler); then left is true.
+// kube-scheduler's metrics. An endpoint that refuses the connection or the token is scraped again
+// until it answers 200 or is no longer a ready endpoint of its Service; then left is true. Such
+// a pod was stopping while the EndpointSlice still said ready: the test before this one rolls a
+// scheduler and deletes its profile, whose ServiceAccount and grant to review tokens can be gone
+// before its pod is (401).
 func scrapeEndpoint(t *testing.T, addr, service, token string) (body string, left bool) {
 	t.Helper()
 	var code int
@@ -219,11 +221,11 @@ func scrapeEndpoint(t *testing.T, addr, service, token string) (body string, lef
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		code, body, err = get(t, addr, token)
-		if err == nil || time.Now().After(deadline) {
+		if (err == nil && code == http.StatusOK) || time.Now().After(deadline) {
 			break
 		}
 		if ready, _ := readySchedulerEndpoints(t); ready[addr] == "" {
-			t.Logf("Scheduler endpoint %s of Service %s left its ready endpoints after: %v", addr, service, err)
+			t.Logf("Scheduler endpoint %s of Service %s left its ready endpoints after: %d, %v", addr, service, code, err)
 			return "", true
 		}
 		time.Sleep(500 * time.Millisecond)

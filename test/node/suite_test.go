@@ -188,10 +188,12 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	start = time.Now()
-	if err := deploy(ctx); err != nil {
+	made, err := deploy(ctx)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("test-node: operator installed with make deploy and available in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("test-node: make deploy returned, the operator available and its webhook answering, in %s; with the tests' flags rolled out in %s\n",
+		made.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -312,7 +314,7 @@ func createKwokNodes(ctx context.Context) error {
 
 // deploy installs the operator as a user does (`make deploy IMG=...`) with operatorArgs added, and
 // waits until it is available.
-func deploy(ctx context.Context) error {
+func deploy(ctx context.Context) (time.Duration, error) {
 	return operatorenv.Deploy(ctx, k8s, cluster, paths, img, operatorArgs...)
 }
 

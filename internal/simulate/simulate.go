@@ -22,10 +22,11 @@
 //     hold the bindings and evictions before the next cycle.
 //   - Ties are broken the same way. Upstream breaks ties between nodes of equal score by the
 //     order in which Filter found them (a Randomizer is drawn only for extenders' scores), and
-//     Filter runs on several goroutines, so that order changes from run to run. The simulation
-//     runs Filter on one goroutine, which makes it visit the nodes in the scheduler's own order
-//     (by zone, then by name); Score and the other parallel steps, whose results go to a slot
-//     per node and so do not depend on the order, run on every core. Preemption is upstream's
+//     Filter runs on several goroutines, so that order changes from run to run. The simulation's
+//     Filter step visits the nodes one at a time, in the scheduler's own order (by zone, then by
+//     name), and takes each node's verdict from a block of the next nodes evaluated on every core
+//     (filter.go); Score and the other parallel steps, whose results go to a slot per node and
+//     so do not depend on the order, run on every core. Preemption is upstream's
 //     DefaultPreemption with its three chances fixed (preemption.go).
 //
 // A CPU time limit is a budget, not a measure of the simulation: it counts the CPU time of the
@@ -58,14 +59,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -116,6 +115,9 @@ type Options struct {
 	// tenth of a smaller limit), so the process may use a little more before the simulation
 	// stops.
 	CPULimit time.Duration
+	// serialFilter evaluates each node when the Filter step visits it instead of ahead of it
+	// (filter.go), for the tests that compare the two.
+	serialFilter bool
 }
 
 // LimitError is the error of a simulation that reached a limit before the scheduler had decided
@@ -178,7 +180,7 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 		if err != nil {
 			return err
 		}
-		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...)); err != nil {
+		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...), opts.serialFilter); err != nil {
 			return err
 		}
 		s.cpu = cpu
@@ -279,9 +281,9 @@ var fenceName = types.NamespacedName{Namespace: "kube-system", Name: "scheduler-
 
 // newSimulation builds the scheduler of cfg on a fake clientset holding objs, starts its
 // informers and waits until its cache holds them.
-func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, objs []k8sruntime.Object) (*simulation, error) {
-	// A goroutine per core for the framework's parallel steps, and one for Filter (inOrder
-	// below). No extenders: they are not called.
+func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, objs []k8sruntime.Object, serialFilter bool) (*simulation, error) {
+	// A goroutine per core for the framework's parallel steps and for the nodes Filter
+	// evaluates ahead (filter.go). No extenders: they are not called.
 	cfg.Parallelism = int32(runtime.GOMAXPROCS(0))
 	cfg.Extenders = nil
 	s := &simulation{progress: newProgress(), created: map[string]*corev1.Pod{}}
@@ -300,7 +302,11 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		return nil, err
 	}
 	for name, f := range sched.Profiles {
-		sched.Profiles[name] = inOrder{f}
+		in := inOrder{Framework: f}
+		if !serialFilter {
+			in.ahead = &filterAhead{f: f, percentage: ptr.Deref(cfg.PercentageOfNodesToScore, 0)}
+		}
+		sched.Profiles[name] = in
 	}
 	s.sched = sched
 	if err := s.watch(); err != nil {
@@ -378,31 +384,6 @@ func (q watchedQueue) Update(ctx context.Context, oldPod, newPod *corev1.Pod) {
 		}
 	}
 	q.s.progress.notify()
-}
-
-// inOrder is a profile's framework whose Filter step visits the nodes one at a time, in order,
-// and stops at the first that make enough, as it does with parallelism 1: the scheduling cycle
-// takes the framework's Parallelizer for Filter from the profile, and this one runs every other
-// step as the framework's does. The framework's own steps (Score, its normalization and weights)
-// and its plugins' (PodTopologySpread's and InterPodAffinity's counts) use the framework's.
-type inOrder struct {
-	framework.Framework
-}
-
-func (f inOrder) Parallelizer() fwk.Parallelizer { return filterInOrder{f.Framework.Parallelizer()} }
-
-type filterInOrder struct {
-	fwk.Parallelizer
-}
-
-func (p filterInOrder) Until(ctx context.Context, pieces int, do workqueue.DoWorkPieceFunc, operation string) {
-	if operation != metrics.Filter {
-		p.Parallelizer.Until(ctx, pieces, do, operation)
-		return
-	}
-	for i := 0; i < pieces && ctx.Err() == nil; i++ {
-		do(i)
-	}
 }
 
 // bind records a binding into the fake clientset, which keeps none of its own, and reports it.

@@ -73,8 +73,22 @@ type filterRun struct {
 // evaluated ahead of it or, serialFilter, each as the step visits it.
 func simulateFilter(t *testing.T, c *Cluster, w *Workload, serialFilter bool) filterRun {
 	t.Helper()
+	s, bs := simulateDefault(t, c, w, serialFilter)
+	r := filterRun{results: s.results(bs)}
+	for _, f := range s.sched.Profiles {
+		if in, ok := f.(inOrder); ok && in.ahead != nil {
+			r.given += in.ahead.given
+		}
+	}
+	return r
+}
+
+// simulateDefault simulates the default profile as Run does, and returns the simulation and
+// its batches once it has scheduled them.
+func simulateDefault(t *testing.T, c *Cluster, w *Workload, serialFilter bool) (*simulation, []batch) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	cfg, err := profile.DecodeConfig(defaultProfile(t).Config)
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +105,7 @@ func simulateFilter(t *testing.T, c *Cluster, w *Workload, serialFilter bool) fi
 	if err := s.scheduleAll(ctx, bs); err != nil {
 		t.Fatal(err)
 	}
-	r := filterRun{results: s.results(bs)}
-	for _, f := range s.sched.Profiles {
-		if in, ok := f.(inOrder); ok && in.ahead != nil {
-			r.given += in.ahead.given
-		}
-	}
-	return r
+	return s, bs
 }
 
 // TestFilterAheadAgrees: with the nodes of the Filter step evaluated ahead of it, every pod goes

@@ -48,6 +48,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -266,6 +267,10 @@ type simulation struct {
 	// fence is the fence pod and the last version written.
 	fence   *corev1.Pod
 	fenceAt int
+	// writes counts the writes into the cluster that completed, and fenced is their count when
+	// the last fence was written (see fenceWrites).
+	writes atomic.Int64
+	fenced int64
 	// cpu is the CPU time limit, nil for none.
 	cpu *cpuWatch
 }
@@ -295,6 +300,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	// The clientset without field management: NewClientset's tracker builds a REST mapper on
 	// every request, which took half the CPU of a simulation.
 	s.client = fake.NewSimpleClientset(append(objs, s.fence.DeepCopy())...)
+	s.client.PrependReactor("*", "*", s.counted(clienttesting.ObjectReaction(s.client.Tracker())))
 	s.client.PrependReactor("create", "pods", s.bind)
 	s.client.PrependReactor("delete", "pods", s.evicted)
 	sched, err := profile.NewSchedulerOn(ctx, cfg, withExactPreemption(cfg), s.client)
@@ -408,11 +414,28 @@ func (s *simulation) bind(action clienttesting.Action) (bool, k8sruntime.Object,
 	// Get returned a copy of its own.
 	pod := obj.(*corev1.Pod)
 	pod.Spec.NodeName = binding.Target.Name
-	if err := s.client.Tracker().Update(gvr, pod, pod.Namespace); err != nil {
+	err = s.client.Tracker().Update(gvr, pod, pod.Namespace)
+	s.writes.Add(1)
+	if err != nil {
 		return true, nil, err
 	}
 	s.progress.decide(PodResult{Pod: binding.Namespace + "/" + binding.Name, SchedulerName: pod.Spec.SchedulerName, Node: binding.Target.Name})
 	return true, binding, nil
+}
+
+// counted is react, the fake clientset's own reaction, that counts the writes: it writes as the
+// clientset would, and counts each write once it is done, so that a fence written after the
+// count was read follows the write.
+func (s *simulation) counted(react clienttesting.ReactionFunc) clienttesting.ReactionFunc {
+	return func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+		switch action.GetVerb() {
+		case "get", "list", "watch":
+			return false, nil, nil
+		}
+		handled, obj, err := react(action)
+		s.writes.Add(1)
+		return handled, obj, err
+	}
 }
 
 // evicted records a pod that the scheduler's preemption deletes, and lets the fake clientset
@@ -500,7 +523,9 @@ func (s *simulation) create(pods []*corev1.Pod) ([]string, error) {
 		// Expected before the scheduler can see it. Into the tracker itself: the clientset
 		// would keep a copy of every request.
 		s.progress.expect(key)
-		if err := s.client.Tracker().Create(gvr, pod, pod.Namespace); err != nil {
+		err := s.client.Tracker().Create(gvr, pod, pod.Namespace)
+		s.writes.Add(1)
+		if err != nil {
 			return nil, fmt.Errorf("creating pod %s: %w", key, err)
 		}
 		s.created[key] = pod

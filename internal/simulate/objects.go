@@ -48,11 +48,13 @@ func (c *Cluster) BoundPods() []*corev1.Pod {
 }
 
 // PendingPods are the cluster's pods that wait for one of schedulerNames, in the file's order.
+// They are the cluster's own objects, not copies: Run does not change a workload's pods, and a
+// copy of each pod of a large snapshot would only add to the simulation's memory.
 func (c *Cluster) PendingPods(schedulerNames []string) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, o := range c.Objects {
 		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName == "" && !terminated(p) && slices.Contains(schedulerNames, p.Spec.SchedulerName) {
-			out = append(out, p.DeepCopy())
+			out = append(out, p)
 		}
 	}
 	return out

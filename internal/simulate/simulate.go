@@ -140,7 +140,8 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("the simulation stopped at its %s of %s, with %d of %d pods decided: the other %d were not simulated", which, e.Limit, e.Decided, e.Pods, e.Pods-e.Decided)
 }
 
-// Run schedules workload on cluster with the scheduler of p, one pod at a time.
+// Run schedules workload on cluster with the scheduler of p, one pod at a time. It changes
+// neither cluster nor workload.
 func Run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options) ([]PodResult, error) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))

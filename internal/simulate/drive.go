@@ -38,6 +38,13 @@ func (s *simulation) drain(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if s.retryNominated(ctx) || s.ready(ctx) {
+			// Each cycle starts once the scheduler has handled every write (see settle).
+			if s.writes.Load() != s.fenced {
+				if err := s.fenceWrites(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			s.sched.ScheduleOne(ctx)
 			continue
 		}
@@ -65,9 +72,18 @@ func (s *simulation) anyWaiting() bool {
 // settle returns once the scheduler is at rest: every pod it took is bound, refused, waiting at
 // Permit, or nominated with its nomination in the pod's status; and its pod event handler has
 // handled every write into the cluster made until then, the evictions of a preemption included.
+//
+// Once every pod created is decided, and none waits for its retry, the handler need not have
+// handled the last writes (a binding) yet: the scheduler's queue holds no pod of the workload
+// then, only the gated fence, so that no write moves a pod into it and there is nothing left to
+// do whatever the handler has handled. The fence before the next cycle, after the next pods are
+// created, follows those writes too.
 func (s *simulation) settle(ctx context.Context) error {
 	if err := s.progress.until(ctx, s.atRest); err != nil {
 		return err
+	}
+	if s.progress.settled() {
+		return nil
 	}
 	return s.fenceWrites(ctx)
 }
@@ -94,8 +110,14 @@ func (s *simulation) atRest() bool {
 // fenceWrites updates the fence pod and waits until the scheduler's queue took the update. The
 // scheduler's pod informer hands the events of every pod to one handler, in the order of the
 // writes, so that by then it has handled every earlier write: its cache and queue hold them.
-// The fence has a scheduling gate: its update moves no other pod.
+// The fence has a scheduling gate: its update moves no other pod. When nothing was written
+// since the last fence, the handler has handled every write already, and there is no fence.
 func (s *simulation) fenceWrites(ctx context.Context) error {
+	writes := s.writes.Load()
+	if writes == s.fenced {
+		return nil
+	}
+	s.fenced = writes
 	s.fenceAt++
 	n := s.fenceAt
 	pod := s.fence.DeepCopy()
@@ -180,7 +202,9 @@ func (s *simulation) holdBack(keys []string) error {
 			reason = fmt.Sprintf(notRetried, node)
 		}
 		s.progress.give(PodResult{Pod: key, SchedulerName: pod.Spec.SchedulerName, Reason: reason})
-		if err := s.client.Tracker().Delete(gvr, pod.Namespace, pod.Name); err != nil {
+		err := s.client.Tracker().Delete(gvr, pod.Namespace, pod.Name)
+		s.writes.Add(1)
+		if err != nil {
 			return fmt.Errorf("deleting pod %s: %w", key, err)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 type progress struct {
 	mu       sync.Mutex
 	expected map[string]bool
+	// undecided are the pods created that have no result yet.
+	undecided map[string]bool
 	// cycle are the pods the scheduler took from its queue and has not yet bound, refused or
 	// nominated: their scheduling or binding cycle runs.
 	cycle   map[string]bool
@@ -39,6 +41,7 @@ type progress struct {
 func newProgress() *progress {
 	return &progress{
 		expected:    map[string]bool{},
+		undecided:   map[string]bool{},
 		cycle:       map[string]bool{},
 		results:     map[string]PodResult{},
 		nominations: map[string]int{},
@@ -51,7 +54,7 @@ func newProgress() *progress {
 
 // expect records that a pod was created, so that the scheduler may take and decide it.
 func (p *progress) expect(key string) {
-	p.record(func() { p.expected[key] = true })
+	p.record(func() { p.expected[key], p.undecided[key] = true, true })
 }
 
 // take records that the scheduler took a pod from its queue.
@@ -79,6 +82,7 @@ func (p *progress) decide(r PodResult) {
 		}
 		delete(p.cycle, r.Pod)
 		delete(p.nominated, r.Pod)
+		delete(p.undecided, r.Pod)
 		p.results[r.Pod] = r
 	})
 }
@@ -105,7 +109,10 @@ func (p *progress) evict(key, node string) {
 
 // give records the result of a pod that the scheduler is not asked about.
 func (p *progress) give(r PodResult) {
-	p.record(func() { p.results[r.Pod] = r })
+	p.record(func() {
+		delete(p.undecided, r.Pod)
+		p.results[r.Pod] = r
+	})
 }
 
 // sawFence records that the scheduler's pod handler saw version n of the fence pod.
@@ -152,6 +159,14 @@ func (p *progress) sawFenceAt(n int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.fence >= n
+}
+
+// settled tells whether every pod created is decided: none is undecided, in a scheduling or
+// binding cycle, or waiting for its retry.
+func (p *progress) settled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.undecided) == 0 && len(p.cycle) == 0 && len(p.nominated) == 0
 }
 
 // inCycle are the pods whose scheduling or binding cycle runs.

@@ -22,10 +22,11 @@
 //     hold the bindings and evictions before the next cycle.
 //   - Ties are broken the same way. Upstream breaks ties between nodes of equal score by the
 //     order in which Filter found them (a Randomizer is drawn only for extenders' scores), and
-//     Filter runs on several goroutines, so that order changes from run to run. The simulation
-//     runs Filter on one goroutine, which makes it visit the nodes in the scheduler's own order
-//     (by zone, then by name); Score and the other parallel steps, whose results go to a slot
-//     per node and so do not depend on the order, run on every core. Preemption is upstream's
+//     Filter runs on several goroutines, so that order changes from run to run. The simulation's
+//     Filter step visits the nodes one at a time, in the scheduler's own order (by zone, then by
+//     name), and takes each node's verdict from a block of the next nodes evaluated on every core
+//     (filter.go); Score and the other parallel steps, whose results go to a slot per node and
+//     so do not depend on the order, run on every core. Preemption is upstream's
 //     DefaultPreemption with its three chances fixed (preemption.go).
 //
 // A CPU time limit is a budget, not a measure of the simulation: it counts the CPU time of the
@@ -47,6 +48,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,14 +60,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	schedulerconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
-	"k8s.io/kubernetes/pkg/scheduler/metrics"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -116,6 +116,9 @@ type Options struct {
 	// tenth of a smaller limit), so the process may use a little more before the simulation
 	// stops.
 	CPULimit time.Duration
+	// serialFilter evaluates each node when the Filter step visits it instead of ahead of it
+	// (filter.go), for the tests that compare the two.
+	serialFilter bool
 }
 
 // LimitError is the error of a simulation that reached a limit before the scheduler had decided
@@ -137,7 +140,8 @@ func (e *LimitError) Error() string {
 	return fmt.Sprintf("the simulation stopped at its %s of %s, with %d of %d pods decided: the other %d were not simulated", which, e.Limit, e.Decided, e.Pods, e.Pods-e.Decided)
 }
 
-// Run schedules workload on cluster with the scheduler of p, one pod at a time.
+// Run schedules workload on cluster with the scheduler of p, one pod at a time. It changes
+// neither cluster nor workload.
 func Run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options) ([]PodResult, error) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
@@ -178,7 +182,7 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 		if err != nil {
 			return err
 		}
-		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...)); err != nil {
+		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...), opts.serialFilter); err != nil {
 			return err
 		}
 		s.cpu = cpu
@@ -264,6 +268,10 @@ type simulation struct {
 	// fence is the fence pod and the last version written.
 	fence   *corev1.Pod
 	fenceAt int
+	// writes counts the writes into the cluster that completed, and fenced is their count when
+	// the last fence was written (see fenceWrites).
+	writes atomic.Int64
+	fenced int64
 	// cpu is the CPU time limit, nil for none.
 	cpu *cpuWatch
 }
@@ -279,9 +287,9 @@ var fenceName = types.NamespacedName{Namespace: "kube-system", Name: "scheduler-
 
 // newSimulation builds the scheduler of cfg on a fake clientset holding objs, starts its
 // informers and waits until its cache holds them.
-func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, objs []k8sruntime.Object) (*simulation, error) {
-	// A goroutine per core for the framework's parallel steps, and one for Filter (inOrder
-	// below). No extenders: they are not called.
+func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfiguration, objs []k8sruntime.Object, serialFilter bool) (*simulation, error) {
+	// A goroutine per core for the framework's parallel steps and for the nodes Filter
+	// evaluates ahead (filter.go). No extenders: they are not called.
 	cfg.Parallelism = int32(runtime.GOMAXPROCS(0))
 	cfg.Extenders = nil
 	s := &simulation{progress: newProgress(), created: map[string]*corev1.Pod{}}
@@ -293,6 +301,7 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 	// The clientset without field management: NewClientset's tracker builds a REST mapper on
 	// every request, which took half the CPU of a simulation.
 	s.client = fake.NewSimpleClientset(append(objs, s.fence.DeepCopy())...)
+	s.client.PrependReactor("*", "*", s.counted(clienttesting.ObjectReaction(s.client.Tracker())))
 	s.client.PrependReactor("create", "pods", s.bind)
 	s.client.PrependReactor("delete", "pods", s.evicted)
 	sched, err := profile.NewSchedulerOn(ctx, cfg, withExactPreemption(cfg), s.client)
@@ -300,7 +309,11 @@ func newSimulation(ctx context.Context, cfg *schedulerconfig.KubeSchedulerConfig
 		return nil, err
 	}
 	for name, f := range sched.Profiles {
-		sched.Profiles[name] = inOrder{f}
+		in := inOrder{Framework: f}
+		if !serialFilter {
+			in.ahead = &filterAhead{f: f, percentage: ptr.Deref(cfg.PercentageOfNodesToScore, 0)}
+		}
+		sched.Profiles[name] = in
 	}
 	s.sched = sched
 	if err := s.watch(); err != nil {
@@ -380,31 +393,6 @@ func (q watchedQueue) Update(ctx context.Context, oldPod, newPod *corev1.Pod) {
 	q.s.progress.notify()
 }
 
-// inOrder is a profile's framework whose Filter step visits the nodes one at a time, in order,
-// and stops at the first that make enough, as it does with parallelism 1: the scheduling cycle
-// takes the framework's Parallelizer for Filter from the profile, and this one runs every other
-// step as the framework's does. The framework's own steps (Score, its normalization and weights)
-// and its plugins' (PodTopologySpread's and InterPodAffinity's counts) use the framework's.
-type inOrder struct {
-	framework.Framework
-}
-
-func (f inOrder) Parallelizer() fwk.Parallelizer { return filterInOrder{f.Framework.Parallelizer()} }
-
-type filterInOrder struct {
-	fwk.Parallelizer
-}
-
-func (p filterInOrder) Until(ctx context.Context, pieces int, do workqueue.DoWorkPieceFunc, operation string) {
-	if operation != metrics.Filter {
-		p.Parallelizer.Until(ctx, pieces, do, operation)
-		return
-	}
-	for i := 0; i < pieces && ctx.Err() == nil; i++ {
-		do(i)
-	}
-}
-
 // bind records a binding into the fake clientset, which keeps none of its own, and reports it.
 func (s *simulation) bind(action clienttesting.Action) (bool, k8sruntime.Object, error) {
 	create, ok := action.(clienttesting.CreateAction)
@@ -427,11 +415,28 @@ func (s *simulation) bind(action clienttesting.Action) (bool, k8sruntime.Object,
 	// Get returned a copy of its own.
 	pod := obj.(*corev1.Pod)
 	pod.Spec.NodeName = binding.Target.Name
-	if err := s.client.Tracker().Update(gvr, pod, pod.Namespace); err != nil {
+	err = s.client.Tracker().Update(gvr, pod, pod.Namespace)
+	s.writes.Add(1)
+	if err != nil {
 		return true, nil, err
 	}
 	s.progress.decide(PodResult{Pod: binding.Namespace + "/" + binding.Name, SchedulerName: pod.Spec.SchedulerName, Node: binding.Target.Name})
 	return true, binding, nil
+}
+
+// counted is react, the fake clientset's own reaction, that counts the writes: it writes as the
+// clientset would, and counts each write once it is done, so that a fence written after the
+// count was read follows the write.
+func (s *simulation) counted(react clienttesting.ReactionFunc) clienttesting.ReactionFunc {
+	return func(action clienttesting.Action) (bool, k8sruntime.Object, error) {
+		switch action.GetVerb() {
+		case "get", "list", "watch":
+			return false, nil, nil
+		}
+		handled, obj, err := react(action)
+		s.writes.Add(1)
+		return handled, obj, err
+	}
 }
 
 // evicted records a pod that the scheduler's preemption deletes, and lets the fake clientset
@@ -486,6 +491,9 @@ func (s *simulation) scheduleAll(ctx context.Context, batches []batch) error {
 		if err := s.holdBack(keys); err != nil {
 			return err
 		}
+		// The fake clientset keeps two copies of every request it served, the bindings among
+		// them, which nothing reads.
+		s.client.ClearActions()
 	}
 	return nil
 }
@@ -519,7 +527,9 @@ func (s *simulation) create(pods []*corev1.Pod) ([]string, error) {
 		// Expected before the scheduler can see it. Into the tracker itself: the clientset
 		// would keep a copy of every request.
 		s.progress.expect(key)
-		if err := s.client.Tracker().Create(gvr, pod, pod.Namespace); err != nil {
+		err := s.client.Tracker().Create(gvr, pod, pod.Namespace)
+		s.writes.Add(1)
+		if err != nil {
 			return nil, fmt.Errorf("creating pod %s: %w", key, err)
 		}
 		s.created[key] = pod

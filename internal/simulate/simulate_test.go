@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -236,5 +237,76 @@ func TestWriteHTML(t *testing.T) {
 		if strings.Contains(page, external) {
 			t.Errorf("the page contains %q: it must be self-contained", external)
 		}
+	}
+}
+
+// TestReadObjectsBlockList: a List in block style, as ListWriter and kubectl write one, is
+// decoded item by item into the objects the whole document decodes to, block scalars, blank
+// lines and the List's metadata included; a List in any other shape is decoded whole, and an
+// item that does not decode is reported by its index.
+func TestReadObjectsBlockList(t *testing.T) {
+	annotated := pod("annotated", "1")
+	annotated.Namespace = "default"
+	annotated.Annotations = map[string]string{
+		"script":  "#!/bin/sh\n\n  indented line\n- not an item\nlast: line\n",
+		"leading": "  two spaces",
+		"json":    `{"a": [1, 2]}`,
+	}
+	var list strings.Builder
+	w := NewListWriter(&list)
+	for _, obj := range []runtime.Object{node("a", "zone-a", "4"), annotated, pod("plain", "500m")} {
+		obj = obj.DeepCopyObject()
+		gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+		if err := w.Write(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubectl := "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: ns\n\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: b\nkind: List\nmetadata:\n  resourceVersion: \"\"\n"
+	for name, tc := range map[string]struct {
+		doc   string
+		items int
+	}{
+		"ListWriter": {list.String(), 3},
+		"kubectl":    {kubectl, 2},
+		"empty":      {"apiVersion: v1\nkind: List\nitems: []\n", 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			items, ok := blockListItems([]byte(tc.doc))
+			if !ok || len(items) != tc.items {
+				t.Fatalf("split into %d items (block style: %v), want %d", len(items), ok, tc.items)
+			}
+			got, err := decodeDocument([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeWhole([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("item by item (-whole +items):\n%s", diff)
+			}
+		})
+	}
+	for name, doc := range map[string]string{
+		"flow items":     "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: a}}\n",
+		"indented items": "apiVersion: v1\nkind: List\nitems:\n  - apiVersion: v1\n    kind: Node\n",
+		"comment":        "apiVersion: v1\nkind: List\n# nodes\nitems:\n- apiVersion: v1\n  kind: Node\n",
+		"anchor":         "apiVersion: v1\nkind: List\nitems:\n- &n\n  apiVersion: v1\n",
+		"CRLF":           "apiVersion: v1\r\nkind: List\r\nitems: []\r\n",
+		"other kind":     "apiVersion: v1\nkind: NodeList\nitems: []\n",
+		"no items":       "apiVersion: v1\nkind: List\n",
+	} {
+		if _, ok := blockListItems([]byte(doc)); ok {
+			t.Errorf("%s: split item by item, want the document decoded whole", name)
+		}
+	}
+	_, err := ReadObjects(strings.NewReader("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n- apiVersion: v1\n  kind: NoSuchKind\n"))
+	if err == nil || !strings.Contains(err.Error(), "items[1]") {
+		t.Errorf("an item of no known kind: error %v, want one that names items[1]", err)
 	}
 }

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"reflect"
@@ -25,10 +26,14 @@ import (
 const preemptionName = "SimulatedDefaultPreemption"
 
 // exactPreemption is upstream's DefaultPreemption made to give the same answer every run, for
-// the simulation only. Upstream leaves three choices to chance, and this plugin fixes each
+// the simulation only. Upstream leaves four choices to chance, and this plugin fixes each
 // where upstream lets a plugin decide:
+//   - the dry run lists the nodes where preemption might help in the order of a Go map (the
+//     Filter step's statuses, NodeToStatus.NodesForStatusCode), and stops once it has enough
+//     candidates, so with more such nodes than it looks for (at least 100), which it checks
+//     depends on the map: here they are listed in the scheduler's order (PostFilter);
 //   - the dry run starts at a random node (GetOffsetAndNumCandidates draws rand.Int31n): here
-//     at the first node of the scheduler's order;
+//     at the first node of that order;
 //   - the dry run checks the nodes on several goroutines and stops once it has enough
 //     candidates, so which ones it found depends on timing: here it checks them one by one, in
 //     order, through a Handle whose Parallelizer runs serially;
@@ -67,6 +72,37 @@ func newExactPreemption(ctx context.Context, args runtime.Object, fh fwk.Handle)
 
 // Name is the name the plugin is registered under.
 func (pl *exactPreemption) Name() string { return preemptionName }
+
+// PostFilter is upstream's, with the nodes where preemption might help listed in the
+// scheduler's order.
+func (pl *exactPreemption) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	return pl.DefaultPreemption.PostFilter(ctx, state, pod, inNodeOrder{m})
+}
+
+// inNodeOrder lists the nodes of a status code in the order of the lister, the scheduler's
+// snapshot, rather than of the reader's map.
+type inNodeOrder struct {
+	fwk.NodeToStatusReader
+}
+
+func (m inNodeOrder) NodesForStatusCode(lister fwk.NodeInfoLister, code fwk.Code) ([]fwk.NodeInfo, error) {
+	nodes, err := m.NodeToStatusReader.NodesForStatusCode(lister, code)
+	if err != nil || len(nodes) < 2 {
+		return nodes, err
+	}
+	all, err := lister.List()
+	if err != nil {
+		return nil, err
+	}
+	order := make(map[string]int, len(all))
+	for i, n := range all {
+		order[n.Node().Name] = i
+	}
+	slices.SortFunc(nodes, func(a, b fwk.NodeInfo) int {
+		return cmp.Compare(order[a.Node().Name], order[b.Node().Name])
+	})
+	return nodes, nil
+}
 
 // GetOffsetAndNumCandidates starts the dry run at the first node, with upstream's number of
 // candidates.

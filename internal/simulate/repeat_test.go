@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,27 @@ func twoPreemptorsCase() (*Cluster, *Workload) {
 	for i := range 3 {
 		p := pod(fmt.Sprintf("batch-%d", i), "1")
 		p.Spec.PriorityClassName = "low"
+		w.Pods = append(w.Pods, p)
+	}
+	return c, w
+}
+
+// manyCandidatesCase is 400 full nodes of 2 CPUs in three zones, each running a low-priority
+// pod, and three high-priority pods of 2 CPUs, each of which fits only by preempting on a node
+// of its own. Every node is a candidate, more than the 100 the dry run looks for; the
+// candidates tie on every criterion but the name, so each preemptor takes the node whose name
+// sorts first among the candidates the dry run found: node-000, node-001 and node-002, the
+// first nodes of the scheduler's order, when it checks the nodes in that order.
+func manyCandidatesCase() (*Cluster, *Workload) {
+	c := &Cluster{Objects: []k8sruntime.Object{priorityClass("low"), priorityClass("high")}}
+	for i := range 400 {
+		name := fmt.Sprintf("node-%03d", i)
+		c.Objects = append(c.Objects, node(name, fmt.Sprintf("zone-%d", i%3), "2"), running("low-"+name, name, "2", "low"))
+	}
+	w := &Workload{}
+	for i := range 3 {
+		p := pod(fmt.Sprintf("urgent-%d", i), "2")
+		p.Spec.PriorityClassName = "high"
 		w.Pods = append(w.Pods, p)
 	}
 	return c, w
@@ -197,6 +219,20 @@ func TestRepeatableUnderLoad(t *testing.T) {
 			used := map[string]bool{nodes["default/training-0"]: true, nodes["default/training-1"]: true, nodes["default/training-2"]: true, nodes["default/single"]: true}
 			if len(used) != 4 || used[""] || nodes["default/eval-0"] != "" || nodes["default/eval-1"] != "" {
 				t.Fatalf("want the training gang and the single pod on the four nodes, one each, and the eval gang unschedulable; got %v", nodes)
+			}
+		}},
+		{"preemption among 400 candidates", manyCandidatesCase, func(t *testing.T, r RunReport) {
+			var nodes, victims []string
+			for _, p := range r.Pods {
+				nodes = append(nodes, p.Node)
+				victims = append(victims, p.Preempted...)
+			}
+			slices.Sort(nodes)
+			slices.Sort(victims)
+			want := []string{"node-000", "node-001", "node-002"}
+			wantVictims := []string{"default/low-node-000", "default/low-node-001", "default/low-node-002"}
+			if !slices.Equal(nodes, want) || !slices.Equal(victims, wantVictims) {
+				t.Fatalf("want the three preemptors on %v, preempting %v; got %v, preempting %v", want, wantVictims, nodes, victims)
 			}
 		}},
 		{"ties between identical nodes", tiesCase, func(t *testing.T, r RunReport) {

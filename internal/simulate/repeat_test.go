@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -378,5 +379,34 @@ func TestRunCPULimit(t *testing.T) {
 	}
 	if diff := cmp.Diff(unlimited, ample); diff != "" {
 		t.Errorf("an ample CPU time limit changed the results (-without +with):\n%s", diff)
+	}
+}
+
+// TestRunChangesNothing: a simulation writes to none of the objects of the cluster or the
+// workload it is given, though it binds, preempts and sets each pod's namespace, scheduler name
+// and priority on its own copies, which share the rest with the workload's pods.
+func TestRunChangesNothing(t *testing.T) {
+	for name, setup := range map[string]func() (*Cluster, *Workload){"two preemptors": twoPreemptorsCase, "gangs": gangCase} {
+		t.Run(name, func(t *testing.T) {
+			c, w := setup()
+			wantObjects := make([]k8sruntime.Object, len(c.Objects))
+			for i, obj := range c.Objects {
+				wantObjects[i] = obj.DeepCopyObject()
+			}
+			wantPods := make([]*corev1.Pod, len(w.Pods))
+			for i, p := range w.Pods {
+				wantPods[i] = p.DeepCopy()
+			}
+			report := simulateReport(t, c, w)
+			if report.Summary.Bound == 0 {
+				t.Fatalf("want some pods bound, got %+v", report.Summary)
+			}
+			if !equality.Semantic.DeepEqual(wantObjects, c.Objects) {
+				t.Errorf("the cluster's objects changed:\n%s", cmp.Diff(wantObjects, c.Objects))
+			}
+			if !equality.Semantic.DeepEqual(wantPods, w.Pods) {
+				t.Errorf("the workload's pods changed:\n%s", cmp.Diff(wantPods, w.Pods))
+			}
+		})
 	}
 }

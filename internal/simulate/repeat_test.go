@@ -93,6 +93,32 @@ func manyCandidatesCase() (*Cluster, *Workload) {
 	return c, w
 }
 
+// gangPreemptionCase is 150 full nodes of 2 CPUs in three zones, each running a low-priority
+// pod, and a gang of three high-priority pods of 2 CPUs, which fits only by preempting three of
+// them, one per pod, and a pod of the gang's priority after it.
+func gangPreemptionCase() (*Cluster, *Workload) {
+	c := &Cluster{Objects: []k8sruntime.Object{priorityClass("low"), priorityClass("high")}}
+	for i := range 150 {
+		name := fmt.Sprintf("node-%03d", i)
+		c.Objects = append(c.Objects, node(name, fmt.Sprintf("zone-%d", i%3), "2"), running("low-"+name, name, "2", "low"))
+	}
+	w := &Workload{Controllers: []k8sruntime.Object{&schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "urgent"},
+		Spec:       schedulingv1beta1.PodGroupSpec{PriorityClassName: "high", SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
+	}}}
+	for i := range 3 {
+		p := pod(fmt.Sprintf("urgent-%d", i), "2")
+		p.Namespace = "default"
+		p.Spec.PriorityClassName = "high"
+		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("urgent")}
+		w.Pods = append(w.Pods, p)
+	}
+	single := pod("single", "2")
+	single.Spec.PriorityClassName = "high"
+	w.Pods = append(w.Pods, single)
+	return c, w
+}
+
 // tiesCase is 24 identical nodes in three zones and 40 pods of a few sizes: most choices are
 // between nodes of equal score.
 func tiesCase() (*Cluster, *Workload) {
@@ -234,6 +260,18 @@ func TestRepeatableUnderLoad(t *testing.T) {
 			wantVictims := []string{"default/low-node-000", "default/low-node-001", "default/low-node-002"}
 			if !slices.Equal(nodes, want) || !slices.Equal(victims, wantVictims) {
 				t.Fatalf("want the three preemptors on %v, preempting %v; got %v, preempting %v", want, wantVictims, nodes, victims)
+			}
+		}},
+		{"a gang that preempts", gangPreemptionCase, func(t *testing.T, r RunReport) {
+			nodes := map[string]bool{}
+			for _, p := range r.Pods {
+				if p.Node == "" || len(p.Preempted) != 1 || p.Preempted[0] != "default/low-"+p.Node {
+					t.Fatalf("want every pod bound, each in place of the low-priority pod of its node; %s: %q, preempting %v (%s)", p.Pod, p.Node, p.Preempted, p.Reason)
+				}
+				nodes[p.Node] = true
+			}
+			if len(nodes) != 4 || r.Summary.Preempted != 4 {
+				t.Fatalf("want the gang and the single pod on four nodes, four pods preempted; got %v, %d", nodes, r.Summary.Preempted)
 			}
 		}},
 		{"ties between identical nodes", tiesCase, func(t *testing.T, r RunReport) {
@@ -383,10 +421,10 @@ func TestRunCPULimit(t *testing.T) {
 }
 
 // TestRunChangesNothing: a simulation writes to none of the objects of the cluster or the
-// workload it is given, though it binds, preempts and sets each pod's namespace, scheduler name
-// and priority on its own copies, which share the rest with the workload's pods.
+// workload it is given, though it binds, preempts, and sets each pod's namespace, scheduler name
+// and priority and each PodGroup's priority on its own copies.
 func TestRunChangesNothing(t *testing.T) {
-	for name, setup := range map[string]func() (*Cluster, *Workload){"two preemptors": twoPreemptorsCase, "gangs": gangCase} {
+	for name, setup := range map[string]func() (*Cluster, *Workload){"two preemptors": twoPreemptorsCase, "gangs": gangCase, "a gang that preempts": gangPreemptionCase} {
 		t.Run(name, func(t *testing.T) {
 			c, w := setup()
 			wantObjects := make([]k8sruntime.Object, len(c.Objects))
@@ -397,6 +435,10 @@ func TestRunChangesNothing(t *testing.T) {
 			for i, p := range w.Pods {
 				wantPods[i] = p.DeepCopy()
 			}
+			wantControllers := make([]k8sruntime.Object, len(w.Controllers))
+			for i, obj := range w.Controllers {
+				wantControllers[i] = obj.DeepCopyObject()
+			}
 			report := simulateReport(t, c, w)
 			if report.Summary.Bound == 0 {
 				t.Fatalf("want some pods bound, got %+v", report.Summary)
@@ -406,6 +448,9 @@ func TestRunChangesNothing(t *testing.T) {
 			}
 			if !equality.Semantic.DeepEqual(wantPods, w.Pods) {
 				t.Errorf("the workload's pods changed:\n%s", cmp.Diff(wantPods, w.Pods))
+			}
+			if !equality.Semantic.DeepEqual(wantControllers, w.Controllers) {
+				t.Errorf("the workload's controllers changed:\n%s", cmp.Diff(wantControllers, w.Controllers))
 			}
 		})
 	}

@@ -54,6 +54,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -182,7 +183,11 @@ func run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, o
 		if err != nil {
 			return err
 		}
-		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), workload.Controllers...), opts.serialFilter); err != nil {
+		controllers, err := admitControllers(workload.Controllers, priorityClasses(cluster))
+		if err != nil {
+			return err
+		}
+		if s, err = newSimulation(work, cfg, append(cluster.objectsExceptPending(), controllers...), opts.serialFilter); err != nil {
 			return err
 		}
 		s.cpu = cpu
@@ -606,18 +611,51 @@ func setPriority(pod *corev1.Pod, classes map[string]int32) error {
 	if pod.Spec.Priority != nil {
 		return nil
 	}
-	v, ok := classes[pod.Spec.PriorityClassName]
+	v, err := admittedPriority(pod.Spec.PriorityClassName, classes, "pod "+pod.Namespace+"/"+pod.Name)
+	pod.Spec.Priority = v
+	return err
+}
+
+// admitControllers returns the workload's controllers as the apiserver would store them: a
+// PodGroup without spec.priority gets it from spec.priorityClassName, as the Priority admission
+// plugin sets it, in a copy. The scheduler refuses a pod group whose pods' priority is not the
+// group's.
+func admitControllers(objs []k8sruntime.Object, classes map[string]int32) ([]k8sruntime.Object, error) {
+	out := make([]k8sruntime.Object, len(objs))
+	for i, obj := range objs {
+		out[i] = obj
+		pg, ok := obj.(*schedulingv1beta1.PodGroup)
+		if !ok || pg.Spec.Priority != nil {
+			continue
+		}
+		v, err := admittedPriority(pg.Spec.PriorityClassName, classes, "PodGroup "+pg.Namespace+"/"+pg.Name)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			pg = pg.DeepCopy()
+			pg.Spec.Priority = v
+			out[i] = pg
+		}
+	}
+	return out, nil
+}
+
+// admittedPriority is the priority the Priority admission plugin gives an object of priority
+// class class: the class's value, the global default's for none, nil when there is no default.
+func admittedPriority(class string, classes map[string]int32, what string) (*int32, error) {
+	v, ok := classes[class]
 	switch {
 	case ok:
-		pod.Spec.Priority = &v
-	case pod.Spec.PriorityClassName == "system-node-critical":
-		pod.Spec.Priority = ptr.To(int32(2000001000))
-	case pod.Spec.PriorityClassName == "system-cluster-critical":
-		pod.Spec.Priority = ptr.To(int32(2000000000))
-	case pod.Spec.PriorityClassName != "":
-		return fmt.Errorf("pod %s/%s names PriorityClass %s, which is not in the cluster", pod.Namespace, pod.Name, pod.Spec.PriorityClassName)
+		return &v, nil
+	case class == "system-node-critical":
+		return ptr.To(int32(2000001000)), nil
+	case class == "system-cluster-critical":
+		return ptr.To(int32(2000000000)), nil
+	case class != "":
+		return nil, fmt.Errorf("%s names PriorityClass %s, which is not in the cluster", what, class)
 	}
-	return nil
+	return nil, nil
 }
 
 // podNamespace is a workload pod's namespace: default when the file gives none.

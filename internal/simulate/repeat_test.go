@@ -60,14 +60,10 @@ func twoPreemptorsCase() (*Cluster, *Workload) {
 	}}
 	w := &Workload{}
 	for _, name := range []string{"urgent-1", "urgent-2"} {
-		p := pod(name, "4")
-		p.Spec.PriorityClassName = "high"
-		w.Pods = append(w.Pods, p)
+		w.Pods = append(w.Pods, classed(name, "4", "high"))
 	}
 	for i := range 3 {
-		p := pod(fmt.Sprintf("batch-%d", i), "1")
-		p.Spec.PriorityClassName = "low"
-		w.Pods = append(w.Pods, p)
+		w.Pods = append(w.Pods, classed(fmt.Sprintf("batch-%d", i), "1", "low"))
 	}
 	return c, w
 }
@@ -79,43 +75,47 @@ func twoPreemptorsCase() (*Cluster, *Workload) {
 // sorts first among the candidates the dry run found: node-000, node-001 and node-002, the
 // first nodes of the scheduler's order, when it checks the nodes in that order.
 func manyCandidatesCase() (*Cluster, *Workload) {
+	w := &Workload{}
+	for i := range 3 {
+		w.Pods = append(w.Pods, classed(fmt.Sprintf("urgent-%d", i), "2", "high"))
+	}
+	return fullNodes(400), w
+}
+
+// fullNodes is n nodes of 2 CPUs in three zones, node-000 on, each full with a low-priority pod
+// named low-<node>, and the PriorityClasses low and high.
+func fullNodes(n int) *Cluster {
 	c := &Cluster{Objects: []k8sruntime.Object{priorityClass("low"), priorityClass("high")}}
-	for i := range 400 {
+	for i := range n {
 		name := fmt.Sprintf("node-%03d", i)
 		c.Objects = append(c.Objects, node(name, fmt.Sprintf("zone-%d", i%3), "2"), running("low-"+name, name, "2", "low"))
 	}
-	w := &Workload{}
-	for i := range 3 {
-		p := pod(fmt.Sprintf("urgent-%d", i), "2")
-		p.Spec.PriorityClassName = "high"
-		w.Pods = append(w.Pods, p)
-	}
-	return c, w
+	return c
+}
+
+// classed is a pending pod of priority class class.
+func classed(name, cpu, class string) *corev1.Pod {
+	p := pod(name, cpu)
+	p.Spec.PriorityClassName = class
+	return p
 }
 
 // gangPreemptionCase is 150 full nodes of 2 CPUs in three zones, each running a low-priority
 // pod, and a gang of three high-priority pods of 2 CPUs, which fits only by preempting three of
 // them, one per pod, and a pod of the gang's priority after it.
 func gangPreemptionCase() (*Cluster, *Workload) {
-	c := &Cluster{Objects: []k8sruntime.Object{priorityClass("low"), priorityClass("high")}}
-	for i := range 150 {
-		name := fmt.Sprintf("node-%03d", i)
-		c.Objects = append(c.Objects, node(name, fmt.Sprintf("zone-%d", i%3), "2"), running("low-"+name, name, "2", "low"))
-	}
+	c := fullNodes(150)
 	w := &Workload{Controllers: []k8sruntime.Object{&schedulingv1beta1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "urgent"},
 		Spec:       schedulingv1beta1.PodGroupSpec{PriorityClassName: "high", SchedulingPolicy: schedulingv1beta1.PodGroupSchedulingPolicy{Gang: &schedulingv1beta1.GangSchedulingPolicy{MinCount: 3}}},
 	}}}
 	for i := range 3 {
-		p := pod(fmt.Sprintf("urgent-%d", i), "2")
+		p := classed(fmt.Sprintf("urgent-%d", i), "2", "high")
 		p.Namespace = "default"
-		p.Spec.PriorityClassName = "high"
 		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("urgent")}
 		w.Pods = append(w.Pods, p)
 	}
-	single := pod("single", "2")
-	single.Spec.PriorityClassName = "high"
-	w.Pods = append(w.Pods, single)
+	w.Pods = append(w.Pods, classed("single", "2", "high"))
 	return c, w
 }
 

@@ -2,9 +2,13 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -31,6 +35,18 @@ type SchedulerPodCaps struct {
 	// AllowTolerateAllTaints admits a toleration without a key and with operator Exists, which
 	// tolerates every taint.
 	AllowTolerateAllTaints bool
+	// AllowedResources are the resources, besides cpu and memory, that the scheduler container
+	// may request or be limited to (--allowed-scheduler-resources); by default none.
+	AllowedResources []corev1.ResourceName
+}
+
+// allowedResourcesFlag is the flag of SchedulerPodCaps.AllowedResources.
+const allowedResourcesFlag = "--allowed-scheduler-resources"
+
+// allows tells whether the scheduler container may name the resource at all: cpu and memory,
+// which the caps bound, and what the admin allowed.
+func (c SchedulerPodCaps) allows(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || slices.Contains(c.AllowedResources, name)
 }
 
 // capped is a resource of the scheduler container that the admin caps, and the flag that does.
@@ -54,9 +70,14 @@ func (c SchedulerPodCaps) capped() []capped {
 	}
 }
 
-// Validate refuses caps below the requests a scheduler container gets when its owner sets none
+// Validate refuses an allowed resource that is no resource name, and caps below the requests a scheduler container gets when its owner sets none
 // (100m CPU, 128Mi memory): every owner without resources would be refused.
 func (c SchedulerPodCaps) Validate() error {
+	for _, name := range c.AllowedResources {
+		if errs := validation.IsQualifiedName(string(name)); len(errs) > 0 {
+			return fmt.Errorf("%s: %q is not a resource name: %s", allowedResourcesFlag, name, strings.Join(errs, "; "))
+		}
+	}
 	for _, r := range c.capped() {
 		if def := defaultRequests[r.name]; r.max.Cmp(def) < 0 {
 			return fmt.Errorf("%s must be at least %s, the %s request of a scheduler whose owner sets none, not %s", r.flag, def.String(), r.name, r.max.String())
@@ -67,15 +88,23 @@ func (c SchedulerPodCaps) Validate() error {
 
 // capErrors refuses what a profile's or Scheduler's scheduler pods ask for past the admin's
 // caps: a CPU or memory request or limit above its cap, which would take a node's worth of
-// resources (and preempt other teams' pods for them), and, unless allowed, a toleration of every
-// taint, which would put the pods on any node, control-plane and reserved nodes included. The
-// webhook and the reconcilers refuse with it alike (settingsErrors).
+// resources (and preempt other teams' pods for them), a resource the admin did not allow (GPUs,
+// ephemeral storage, hugepages: out of every team's quota, since the pods run in the operator's
+// namespace), and, unless allowed, a toleration of every taint, which would put the pods on any
+// node, control-plane and reserved nodes included. The webhook and the reconcilers refuse with it
+// alike (settingsErrors).
 func capErrors(run schedulingv1alpha1.SchedulerSettings, caps SchedulerPodCaps, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, list := range []struct {
 		field, what string
 		values      corev1.ResourceList
 	}{{"requests", "request", run.Resources.Requests}, {"limits", "limit", run.Resources.Limits}} {
+		for _, name := range slices.Sorted(maps.Keys(list.values)) {
+			if !caps.allows(name) {
+				errs = append(errs, field.Forbidden(path.Child("resources", list.field).Key(string(name)),
+					fmt.Sprintf("scheduler pods may not have a %s %s: the operator allows cpu and memory%s (%s, set by the cluster admin)", name, list.what, allowedExtra(caps.AllowedResources), allowedResourcesFlag)))
+			}
+		}
 		for _, r := range caps.capped() {
 			if q, ok := list.values[r.name]; ok && q.Cmp(r.max) > 0 {
 				errs = append(errs, field.Forbidden(path.Child("resources", list.field).Key(string(r.name)),
@@ -93,4 +122,16 @@ func capErrors(run schedulingv1alpha1.SchedulerSettings, caps SchedulerPodCaps, 
 		}
 	}
 	return errs
+}
+
+// allowedExtra names the resources the admin allowed besides cpu and memory, for a refusal.
+func allowedExtra(names []corev1.ResourceName) string {
+	if len(names) == 0 {
+		return " only"
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return ", and " + strings.Join(out, ", ")
 }

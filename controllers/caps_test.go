@@ -41,7 +41,17 @@ func TestCapErrors(t *testing.T) {
 	}{
 		{name: "nothing set"},
 		{name: "at the default caps", run: resources(list("4", "8Gi"), list("4000m", "8192Mi"))},
-		{name: "other resources are not capped", run: resources(list("", ""), corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")})},
+		// On main before the allow-list, both were accepted: a GPU or ephemeral storage for the
+		// scheduler pods, in the operator's namespace, outside every team's quota.
+		{name: "other resources are refused", run: resources(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}, corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"), "hugepages-2Mi": resource.MustParse("1Gi")}), want: []string{
+			"spec.scheduler.resources.requests[nvidia.com/gpu]: Forbidden: scheduler pods may not have a nvidia.com/gpu request: the operator allows cpu and memory only (--allowed-scheduler-resources, set by the cluster admin)",
+			"spec.scheduler.resources.limits[ephemeral-storage]: Forbidden: scheduler pods may not have a ephemeral-storage limit: the operator allows cpu and memory only (--allowed-scheduler-resources, set by the cluster admin)",
+			"spec.scheduler.resources.limits[hugepages-2Mi]: Forbidden: scheduler pods may not have a hugepages-2Mi limit: the operator allows cpu and memory only (--allowed-scheduler-resources, set by the cluster admin)",
+		}},
+		{name: "resources the admin allowed", run: resources(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}, corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"), "hugepages-2Mi": resource.MustParse("1Gi")}),
+			caps: SchedulerPodCaps{AllowedResources: []corev1.ResourceName{corev1.ResourceEphemeralStorage, "nvidia.com/gpu"}}, want: []string{
+				"spec.scheduler.resources.limits[hugepages-2Mi]: Forbidden: scheduler pods may not have a hugepages-2Mi limit: the operator allows cpu and memory, and ephemeral-storage, nvidia.com/gpu (--allowed-scheduler-resources, set by the cluster admin)",
+			}},
 		{name: "past the default caps", run: resources(list("4001m", "16Gi"), list("8", "9Gi")), want: []string{
 			"spec.scheduler.resources.requests[cpu]: Forbidden: a cpu request of 4001m is more than scheduler pods may have; " + allowsCPU,
 			"spec.scheduler.resources.requests[memory]: Forbidden: a memory request of 16Gi is more than scheduler pods may have; " + allowsMemory,
@@ -124,6 +134,9 @@ func TestSchedulerPodCapsValidate(t *testing.T) {
 			wantErr: "--max-scheduler-cpu must be at least 100m, the cpu request of a scheduler whose owner sets none, not 50m"},
 		{name: "negative memory", caps: SchedulerPodCaps{MaxMemory: resource.MustParse("-1")},
 			wantErr: "--max-scheduler-memory must be at least 128Mi, the memory request of a scheduler whose owner sets none, not -1"},
+		{name: "allowed resources", caps: SchedulerPodCaps{AllowedResources: []corev1.ResourceName{"nvidia.com/gpu", "hugepages-2Mi"}}},
+		{name: "an allowed resource that is no name", caps: SchedulerPodCaps{AllowedResources: []corev1.ResourceName{"nvidia.com/gpu", "a b"}},
+			wantErr: `--allowed-scheduler-resources: "a b" is not a resource name: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,10 +97,26 @@ func (o PreviewOptions) withDefaults() PreviewOptions {
 }
 
 // previewKey names a preview: a profile's change from one configuration to another. from is ""
-// for a profile that runs none.
+// for a profile that runs none. The feature gates of each side are part of it (gatesKey): a
+// change of gates alone changes what the scheduler does, and is previewed.
 type previewKey struct {
-	uid      types.UID
-	from, to string
+	uid                types.UID
+	from, to           string
+	fromGates, toGates string
+}
+
+// gatesKey is the feature gates of a scheduler as a key: name=value, sorted, "" for none.
+func gatesKey(gates map[string]bool) string {
+	out := make([]string, 0, len(gates))
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		out = append(out, name+"="+strconv.FormatBool(gates[name]))
+	}
+	return strings.Join(out, ",")
+}
+
+// changes tells whether the key's two sides differ: in configuration or in feature gates.
+func (k previewKey) changes() bool {
+	return k.from != k.to || k.fromGates != k.toGates
 }
 
 // previewRequest is a preview to run for the profile name.
@@ -109,10 +126,12 @@ type previewRequest struct {
 	// scheduler is the Scheduler of a member, "" for a profile with a scheduler of its own: the
 	// Scheduler's reconciler plans with the outcome too.
 	scheduler string
-	// schedulerName chooses the pods; running is the configuration that runs, nil for none.
-	schedulerName string
-	running       *simulate.Profile
-	next          simulate.Profile
+	// schedulerNames choose the pods: every name the running configuration serves and the one
+	// the new configuration serves, so that a rename counts the pods of the name it leaves.
+	// running is the configuration that runs, nil for none.
+	schedulerNames []string
+	running        *simulate.Profile
+	next           simulate.Profile
 }
 
 // previewOutcome is a finished preview: its status, and how many more pods the new
@@ -383,7 +402,7 @@ func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutco
 		// decided until then.
 		deadline, _ := budget.Deadline()
 		limit := max(time.Until(deadline)/2, time.Millisecond)
-		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerName, req.running, req.next, pv.opts.MaxPods,
+		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerNames, req.running, req.next, pv.opts.MaxPods,
 			simulate.Options{Limit: limit, CPULimit: pv.opts.CPULimit})
 	}
 	if ctx.Err() != nil {
@@ -524,17 +543,36 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 		return previewGate{}, err
 	}
 	req := previewRequest{
-		name: p.Name, key: previewKey{uid: p.UID, to: cfg.Hash}, schedulerName: cfg.SchedulerName,
+		name: p.Name, key: previewKey{uid: p.UID, to: cfg.Hash, toGates: gatesKey(proc.run.FeatureGates)}, schedulerNames: []string{cfg.SchedulerName},
 		next: simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.run.FeatureGates},
 	}
 	if running != nil {
-		req.key.from = d.Spec.Template.Annotations[AnnotationConfigHash]
-		if req.key.from == cfg.Hash {
+		gates := runningGates(d)
+		req.key.from, req.key.fromGates = d.Spec.Template.Annotations[AnnotationConfigHash], gatesKey(gates)
+		if !req.key.changes() {
 			return previewGate{}, nil
 		}
-		req.running = &simulate.Profile{Name: req.key.from, Config: []byte(running.Data[configFileKey]), FeatureGates: runningGates(d)}
+		data := []byte(running.Data[configFileKey])
+		req.running = &simulate.Profile{Name: req.key.from, Config: data, FeatureGates: gates}
+		req.schedulerNames = servedNamesOfConfig(data, req.schedulerNames)
 	}
 	return r.previews.ask(req, s), nil
+}
+
+// servedNamesOfConfig adds to names the scheduler names that the configuration data serves, once
+// each: the pods of a name the running configuration serves are part of a preview's workload.
+// A configuration that does not decode (not expected of one that runs) adds none.
+func servedNamesOfConfig(data []byte, names []string) []string {
+	cfg, err := profile.DecodeConfig(data)
+	if err != nil {
+		return names
+	}
+	for _, prof := range cfg.Profiles {
+		if !slices.Contains(names, prof.SchedulerName) {
+			names = append(names, prof.SchedulerName)
+		}
+	}
+	return names
 }
 
 // runningGates are the feature gates of the scheduler container of d, from its --feature-gates.

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -39,9 +41,10 @@ func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *pr
 	if err != nil {
 		return previewRequest{}, false // validated alone already: not expected
 	}
+	gates := gatesKey(proc.run.FeatureGates)
 	req := previewRequest{
-		name: m.profile.Name, scheduler: s.Name, schedulerName: m.schedulerName,
-		key:  previewKey{uid: m.profile.UID, to: next.Hash},
+		name: m.profile.Name, scheduler: s.Name, schedulerNames: []string{m.schedulerName},
+		key:  previewKey{uid: m.profile.UID, to: next.Hash, toGates: gates, fromGates: gates},
 		next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.run.FeatureGates},
 	}
 	if running == nil {
@@ -56,5 +59,8 @@ func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *pr
 	}
 	req.key.from = prev.Hash
 	req.running = &simulate.Profile{Name: prev.Hash, Config: prev.YAML, FeatureGates: proc.run.FeatureGates}
+	if !slices.Contains(req.schedulerNames, running.SchedulerName) {
+		req.schedulerNames = append(req.schedulerNames, running.SchedulerName)
+	}
 	return req, true
 }

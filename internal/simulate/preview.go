@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // Preview compares two revisions of a profile, the running one and a new one, on one snapshot
@@ -76,9 +80,12 @@ func runOrStop(ctx context.Context, p Profile, cluster *Cluster, workload *Workl
 		return nil, &LimitError{Limit: budget, CPU: true, Pods: len(workload.Pods)}, nil
 	}
 	opts.CPULimit = *left
+	served, unserved, err := splitUnserved(p, workload)
+	if err != nil {
+		return nil, nil, fmt.Errorf("previewing %s: %w", p.Name, err)
+	}
 	var results []PodResult
-	var err error
-	used, cpuErr := cpuUsed(budget > 0, func() { results, err = Run(ctx, p, cluster, workload, opts) })
+	used, cpuErr := cpuUsed(budget > 0, func() { results, err = Run(ctx, p, cluster, served, opts) })
 	if cpuErr != nil {
 		return nil, nil, cpuErr
 	}
@@ -88,12 +95,37 @@ func runOrStop(ctx context.Context, p Profile, cluster *Cluster, workload *Workl
 		if limit.CPU {
 			limit.Limit = budget
 		}
-		return results, limit, nil
+		return append(results, unserved...), limit, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("previewing %s: %w", p.Name, err)
 	}
-	return results, nil, nil
+	return append(results, unserved...), nil, nil
+}
+
+// splitUnserved splits the workload into the pods that a profile of p's configuration serves,
+// which its simulation schedules, and the results of the others: unschedulable, for no scheduler
+// of that revision takes them (the pods of the name a rename leaves wait for good).
+func splitUnserved(p Profile, workload *Workload) (*Workload, []PodResult, error) {
+	cfg, err := profile.DecodeConfig(p.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, 0, len(cfg.Profiles))
+	for _, prof := range cfg.Profiles {
+		names = append(names, prof.SchedulerName)
+	}
+	served := &Workload{Controllers: workload.Controllers}
+	var unserved []PodResult
+	for _, pod := range workload.Pods {
+		if slices.Contains(names, pod.Spec.SchedulerName) {
+			served.Pods = append(served.Pods, pod)
+			continue
+		}
+		unserved = append(unserved, PodResult{Pod: podKey(pod), SchedulerName: pod.Spec.SchedulerName,
+			Reason: fmt.Sprintf("no profile of this configuration serves scheduler name %q (it serves %s): the pod would wait for a scheduler", pod.Spec.SchedulerName, strings.Join(names, ", "))})
+	}
+	return served, unserved, nil
 }
 
 // cpuUsed runs f and returns the CPU time the process used meanwhile when measure is set, or

@@ -28,11 +28,12 @@ func (p *ProfilePreview) AddedUnschedulable() int {
 	return p.New.Unschedulable - p.Running.Unschedulable
 }
 
-// PreviewProfile previews a change of the scheduler of schedulerName (PreviewChange) on a
-// snapshot, with that scheduler's pods as the workload (ProfileWorkload) and at most maxPods of
-// them (0 is no cap). running is nil for a scheduler that runs no revision yet.
-func PreviewProfile(ctx context.Context, snapshot *Cluster, schedulerName string, running *Profile, next Profile, maxPods int, opts Options) (*ProfilePreview, error) {
-	cluster, workload, total := ProfileWorkload(snapshot, schedulerName, maxPods)
+// PreviewProfile previews a change of a scheduler (PreviewChange) on a snapshot, with the pods
+// of schedulerNames as the workload (ProfileWorkload) and at most maxPods of them (0 is no cap):
+// the names the running revision serves and the names the new one serves, so that a rename
+// counts the pods of the name it leaves. running is nil for a scheduler that runs no revision yet.
+func PreviewProfile(ctx context.Context, snapshot *Cluster, schedulerNames []string, running *Profile, next Profile, maxPods int, opts Options) (*ProfilePreview, error) {
+	cluster, workload, total := ProfileWorkload(snapshot, schedulerNames, maxPods)
 	p, err := PreviewChange(ctx, running, next, cluster, workload, opts)
 	if err != nil {
 		return nil, err
@@ -40,16 +41,16 @@ func PreviewProfile(ctx context.Context, snapshot *Cluster, schedulerName string
 	return &ProfilePreview{Preview: p, Total: total}, nil
 }
 
-// ProfileWorkload splits a snapshot into the cluster without the pods of schedulerName and the
+// ProfileWorkload splits a snapshot into the cluster without the pods of schedulerNames and the
 // workload of those pods: the pending ones and the bound ones, to be placed anew. The pods are
 // in the order of the default queue sort (higher priority first, then older), and there are at
 // most maxPods of them (0 is no cap); total is how many there are in all. Pods being deleted
 // are left where they are.
-func ProfileWorkload(c *Cluster, schedulerName string, maxPods int) (rest *Cluster, w *Workload, total int) {
+func ProfileWorkload(c *Cluster, schedulerNames []string, maxPods int) (rest *Cluster, w *Workload, total int) {
 	rest, w = &Cluster{}, &Workload{}
 	for _, o := range c.Objects {
 		p, ok := o.(*corev1.Pod)
-		if !ok || p.Spec.SchedulerName != schedulerName || terminated(p) || p.DeletionTimestamp != nil {
+		if !ok || !slices.Contains(schedulerNames, p.Spec.SchedulerName) || terminated(p) || p.DeletionTimestamp != nil {
 			rest.Objects = append(rest.Objects, o)
 			continue
 		}

@@ -32,7 +32,7 @@ func TestProfileWorkload(t *testing.T) {
 		at(pod("urgent", "1"), "sp", "n1", 3, 100),
 		done,
 	}}
-	rest, w, total := ProfileWorkload(c, "sp", 2)
+	rest, w, total := ProfileWorkload(c, []string{"sp"}, 2)
 	var names []string
 	for _, p := range w.Pods {
 		names = append(names, p.Name)
@@ -75,7 +75,7 @@ func TestPreviewProfileNodePoolMatchingNothing(t *testing.T) {
 		}
 		c.Objects = append(c.Objects, p)
 	}
-	r, err := PreviewProfile(t.Context(), c, "sp", &from, to, 0, Options{})
+	r, err := PreviewProfile(t.Context(), c, []string{"sp"}, &from, to, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,5 +84,42 @@ func TestPreviewProfileNodePoolMatchingNothing(t *testing.T) {
 	}
 	if len(r.NewlyUnschedulable) != 3 || !strings.Contains(r.NewlyUnschedulable[0].Reason, "node pool") {
 		t.Errorf("newly unschedulable = %+v, want 3 with NodePool's reason", r.NewlyUnschedulable)
+	}
+}
+
+// TestPreviewProfileRename previews a rename of a profile's scheduler name from sp to sp2 with
+// the pods of both names: the pods of sp, two running and one pending, are newly unschedulable,
+// for no scheduler of the new revision serves their name. On main before the workload took the
+// names of both revisions, the preview of a rename had no pods (the workload was sp2's) and
+// let the rename through.
+func TestPreviewProfileRename(t *testing.T) {
+	render := func(p *v1alpha1.SchedulerProfile) Profile {
+		cfg, err := profile.Render(p, profile.Settings{Namespace: "ns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Profile{Name: p.Name, Config: cfg.YAML}
+	}
+	from := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}})
+	to := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}, Spec: v1alpha1.SchedulerProfileSpec{SchedulerName: "sp2"}})
+	c := &Cluster{Objects: []runtime.Object{node("n1", "a", "4"), node("n2", "b", "4")}}
+	for i, name := range []string{"p0", "p1", "p2"} {
+		p := pod(name, "1")
+		p.Namespace, p.Spec.SchedulerName = "default", "sp"
+		if i < 2 {
+			p.Spec.NodeName = "n1"
+		}
+		c.Objects = append(c.Objects, p)
+	}
+	r, err := PreviewProfile(t.Context(), c, []string{"sp", "sp2"}, &from, to, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Pods != 3 || r.Running.Unschedulable != 0 || r.New.Unschedulable != 3 || r.AddedUnschedulable() != 3 {
+		t.Errorf("preview = %+v, running %+v, new %+v; want 3 pods, 0 then 3 unschedulable", r, *r.Running, r.New)
+	}
+	want := `no profile of this configuration serves scheduler name "sp" (it serves sp2): the pod would wait for a scheduler`
+	if len(r.NewlyUnschedulable) != 3 || r.NewlyUnschedulable[0].Reason != want {
+		t.Errorf("newly unschedulable = %+v, want 3 with the reason %q", r.NewlyUnschedulable, want)
 	}
 }

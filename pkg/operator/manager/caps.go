@@ -3,6 +3,7 @@ package manager
 import (
 	"flag"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
@@ -15,6 +16,12 @@ func capFlags(fs *flag.FlagSet, caps *controllers.SchedulerPodCaps) {
 	caps.MaxCPU, caps.MaxMemory = controllers.DefaultMaxSchedulerCPU.DeepCopy(), controllers.DefaultMaxSchedulerMemory.DeepCopy()
 	fs.Var((*quantityValue)(&caps.MaxCPU), "max-scheduler-cpu", "The largest CPU request or limit, a `quantity`, that profiles and Schedulers may give their scheduler pods (spec.scheduler.resources); more is refused.")
 	fs.Var((*quantityValue)(&caps.MaxMemory), "max-scheduler-memory", "The largest memory request or limit, a `quantity`, that profiles and Schedulers may give their scheduler pods (spec.scheduler.resources); more is refused.")
+	fs.Func("allowed-scheduler-resources", "A comma-separated list of the resources besides cpu and memory, for example nvidia.com/gpu or ephemeral-storage, that profiles and Schedulers may give their scheduler pods requests or limits of (spec.scheduler.resources); by default none: the scheduler pods run in the operator's namespace, outside every team's quota.", func(v string) error {
+		for _, name := range commaList(v) {
+			caps.AllowedResources = append(caps.AllowedResources, corev1.ResourceName(name))
+		}
+		return nil
+	})
 	fs.BoolVar(&caps.AllowTolerateAllTaints, "allow-tolerate-all-taints", false, "Let profiles and Schedulers give their scheduler pods a toleration without a key and with operator Exists (spec.scheduler.tolerations), which tolerates every taint and puts the pods on any node, control-plane and reserved nodes included; refused by default.")
 }
 

@@ -103,7 +103,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.DurationVar(&opts.Preview.CPULimit, "preview-cpu-limit", controllers.DefaultPreviewCPULimit, "The CPU time budget that the two simulations of one preview share, counted on the whole operator process. A preview past it decides nothing, and Guard does not roll the change out.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "How many profiles, and how many Schedulers, the operator reconciles at once; a profile or Scheduler is never in two passes at once.")
 	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
-		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, priorityClassList(v)...)
+		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, commaList(v)...)
 		return nil
 	})
 	capFlags(fs, &opts.SchedulerPodCaps)
@@ -146,8 +146,8 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 // `manager render`, which checks profiles as the manager with that flag does.
 const allowedPriorityClassesUsage = "A comma-separated list of the priority classes that profiles and Schedulers may give their scheduler pods (spec.scheduler.priorityClassName); by default none: a priority class decides whose pods the scheduler pods preempt, so the cluster admin chooses, for example system-cluster-critical."
 
-// priorityClassList splits a value of --allowed-priority-classes.
-func priorityClassList(v string) []string {
+// commaList splits a comma-separated flag value (--allowed-priority-classes and the like).
+func commaList(v string) []string {
 	var out []string
 	for _, name := range strings.Split(v, ",") {
 		if name = strings.TrimSpace(name); name != "" {

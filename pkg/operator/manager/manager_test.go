@@ -91,6 +91,21 @@ func TestManagerOptions(t *testing.T) {
 			},
 		},
 		{
+			name: "allowed scheduler resources",
+			args: []string{"--allowed-scheduler-resources=nvidia.com/gpu, ephemeral-storage"},
+			env:  env,
+			want: controllers.ManagerOptions{
+				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
+				SchedulerPodCaps: controllers.SchedulerPodCaps{AllowedResources: []corev1.ResourceName{"nvidia.com/gpu", "ephemeral-storage"}},
+			},
+		},
+		{
+			name:    "an allowed scheduler resource that is no name",
+			args:    []string{"--allowed-scheduler-resources=gpu!"},
+			env:     env,
+			wantErr: `--allowed-scheduler-resources: "gpu!" is not a resource name`,
+		},
+		{
 			name: "preview bounds",
 			args: []string{"--preview-max-pods=500", "--preview-timeout=30s", "--preview-cpu-limit=10s"},
 			env:  env,

@@ -40,7 +40,7 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 	namespace := fs.String("namespace", defaultNamespace, "Namespace of the operator, where the scheduler's lease lives.")
 	var allowed []string
 	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
-		allowed = append(allowed, priorityClassList(v)...)
+		allowed = append(allowed, commaList(v)...)
 		return nil
 	})
 	var caps controllers.SchedulerPodCaps

@@ -153,6 +153,14 @@ func TestRefusedAtCreate(t *testing.T) {
 				"spec.scheduler.resources.requests[cpu]: Forbidden: a cpu request of 8 is more than scheduler pods may have; the operator allows at most 4 (--max-scheduler-cpu, set by the cluster admin)",
 				"spec.scheduler.resources.limits[memory]: Forbidden: a memory limit of 64Gi is more than scheduler pods may have; the operator allows at most 8Gi (--max-scheduler-memory, set by the cluster admin)",
 			}},
+		// Admitted on main before the allow-list of resources (--allowed-scheduler-resources).
+		{name: "a GPU for the scheduler pods", by: byWebhook,
+			obj: settings("refuse-gpu", schedulingv1alpha1.SchedulerSettings{Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}, Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}}}),
+			want: []string{
+				"spec.scheduler.resources.requests[nvidia.com/gpu]: Forbidden: scheduler pods may not have a nvidia.com/gpu request: the operator allows cpu and memory only (--allowed-scheduler-resources, set by the cluster admin)",
+				"spec.scheduler.resources.limits[nvidia.com/gpu]: Forbidden: scheduler pods may not have a nvidia.com/gpu limit: the operator allows cpu and memory only (--allowed-scheduler-resources, set by the cluster admin)",
+			}},
 		{name: "Scheduler toleration of every taint", by: byWebhook,
 			obj:  scheduler("refuse-tolerate-all", schedulingv1alpha1.SchedulerSettings{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}),
 			want: []string{"spec.tolerations[0]: Forbidden: a toleration without a key and with operator Exists tolerates every taint, and would put the scheduler pods on any node; name the taint's key (the operator allows it only with --allow-tolerate-all-taints, set by the cluster admin)"}},

@@ -148,11 +148,13 @@ func adviceEntries(found []advice.Advice) []schedulingv1alpha1.AdviceEntry {
 
 // watchCluster enqueues every profile when what the cluster checks read changes: a node comes or
 // goes or its labels change (its metadata only is watched and cached), a PriorityClass comes, goes
-// or changes.
+// or changes. The previewer hears of it too: what previews read changed.
 func (r *SchedulerProfileReconciler) watchCluster(b *builder.Builder) *builder.Builder {
 	node := &metav1.PartialObjectMetadata{}
 	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		// A refused or incomplete preview may come out otherwise on the changed cluster.
+		r.previews.clusterChanged()
 		return r.profileRequests(ctx, nil)
 	})
 	return b.WatchesMetadata(node, all, builder.WithPredicates(nodeLabelsChanged)).

@@ -118,6 +118,9 @@ var (
 	// releasedProcesses are the members, by UID and generation, whose own scheduler was removed
 	// (releaseOwnProcess).
 	releasedProcesses = newMemo[bool](8192)
+	// dedicatedChecks are the validations of dedicated profiles' configurations
+	// (validateDedicatedOnce), by configuration and gates: the errors, none for valid.
+	dedicatedChecks = newMemo[field.ErrorList](8192)
 	// plans are the plans of Schedulers by planFingerprint.
 	plans = newMemo[*plan](512)
 )

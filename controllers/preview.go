@@ -81,6 +81,9 @@ type PreviewOptions struct {
 	// CPULimit is the CPU time budget of a preview's two simulations together
 	// (DefaultPreviewCPULimit).
 	CPULimit time.Duration
+	// RefreshInterval is how soon a preview that holds a change is run again after the cluster
+	// changed (DefaultPreviewRefreshInterval); without a change seen, after ten intervals.
+	RefreshInterval time.Duration
 }
 
 func (o PreviewOptions) withDefaults() PreviewOptions {
@@ -92,6 +95,9 @@ func (o PreviewOptions) withDefaults() PreviewOptions {
 	}
 	if o.CPULimit <= 0 {
 		o.CPULimit = DefaultPreviewCPULimit
+	}
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = DefaultPreviewRefreshInterval
 	}
 	return o
 }
@@ -132,6 +138,8 @@ type previewRequest struct {
 	schedulerNames []string
 	running        *simulate.Profile
 	next           simulate.Profile
+	// cluster is the previewer's cluster generation when the preview started.
+	cluster uint64
 }
 
 // previewOutcome is a finished preview: its status, and how many more pods the new
@@ -145,6 +153,14 @@ type previewOutcome struct {
 	spent string
 	// retryAt is when a failed preview is run again; zero for one that did not fail.
 	retryAt time.Time
+	// finished is when the preview ended, and cluster the generation of what previews read when
+	// it started (previewer.cluster): an outcome that holds a change is previewed again once the
+	// cluster changed (refreshDue). wakeScheduled is set once a change of the cluster has the
+	// profile passed again. scheduler is the member's Scheduler, "" for a dedicated profile.
+	finished      time.Time
+	cluster       uint64
+	wakeScheduled bool
+	scheduler     string
 }
 
 // retryDue tells whether a failed preview should run again at now.
@@ -169,6 +185,9 @@ type previewer struct {
 	// generation counts the outcomes recorded and the retries that fell due: the plans of
 	// Schedulers, which read the outcomes of their members, are remembered by it.
 	generation atomic.Uint64
+	// cluster counts the changes of what previews read that the operator watches (nodes,
+	// PriorityClasses): an outcome that holds a change is previewed again after one.
+	cluster atomic.Uint64
 
 	mu      sync.Mutex
 	latest  map[string]*previewOutcome
@@ -223,7 +242,10 @@ func (pv *previewer) planKey() string {
 // the preview when it has not finished, or failed long enough ago to be run again.
 func (pv *previewer) ask(req previewRequest, s schedulingv1alpha1.PreviewSettings) previewGate {
 	o := pv.outcome(req.key, req.name)
-	if o == nil || o.retryDue(pv.now()) {
+	pv.mu.Lock()
+	due := pv.dueLocked(o)
+	pv.mu.Unlock()
+	if due {
 		pv.request(req)
 	}
 	return decidePreview(s, o)
@@ -273,7 +295,7 @@ func (pv *previewer) forget(name string) {
 func (pv *previewer) request(req previewRequest) {
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
-	if o := pv.latest[req.name]; pv.keys[req.name] == req.key && o != nil && !o.retryDue(pv.now()) {
+	if o := pv.latest[req.name]; pv.keys[req.name] == req.key && !pv.dueLocked(o) {
 		return
 	}
 	if pv.running != nil && pv.running.name == req.name {
@@ -343,6 +365,7 @@ func (pv *previewer) next(ctx context.Context) (previewRequest, context.Context,
 	}
 	req := pv.queue[0]
 	pv.queue = pv.queue[1:]
+	req.cluster = pv.cluster.Load()
 	pctx, cancel := context.WithCancelCause(ctx)
 	pv.running, pv.cancel = &req, cancel
 	return req, pctx, true
@@ -358,23 +381,21 @@ func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
 		return
 	}
 	pv.latest[req.name], pv.keys[req.name] = o, req.key
+	o.finished, o.cluster, o.scheduler = pv.now(), req.cluster, req.scheduler
 	pv.generation.Add(1)
-	if o.status.Failure != "" {
+	switch {
+	case o.status.Failure != "":
 		// The profile's pass after the retry delay asks for the preview again.
 		o.retryAt = pv.now().Add(previewRetry)
-		time.AfterFunc(previewRetry, func() {
-			pv.generation.Add(1)
-			select {
-			case pv.events <- profileEvent(req.name):
-			default:
-			}
-			if req.scheduler != "" {
-				select {
-				case pv.schedulerEvents <- schedulerEvent(req.scheduler):
-				default:
-				}
-			}
-		})
+		pv.wakeAfter(previewRetry, req.name, req.scheduler)
+	case o.holds():
+		// Without a change of the cluster seen, the timer previews it again.
+		pv.wakeAfter(previewRefreshTimer*pv.opts.RefreshInterval, req.name, req.scheduler)
+		if o.cluster != pv.cluster.Load() {
+			// The cluster changed while it ran.
+			o.wakeScheduled = true
+			pv.wakeAfter(pv.opts.RefreshInterval, req.name, req.scheduler)
+		}
 	}
 }
 

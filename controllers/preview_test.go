@@ -252,3 +252,65 @@ func TestPreviewerRetriesAFailure(t *testing.T) {
 		t.Error("a preview that succeeded ran again")
 	}
 }
+
+// TestPreviewerRefreshesAHeldChange: an outcome that holds a change (it leaves more pods
+// unschedulable) is previewed again once the cluster changed and the refresh interval has
+// passed since it finished, not before; without a change of the cluster, after ten intervals.
+// An outcome that lets its change through is not previewed again. On main before outcomes were
+// refreshed, a refused change stayed refused for good, whatever nodes came.
+func TestPreviewerRefreshesAHeldChange(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pv := newPreviewer(nil, PreviewOptions{RefreshInterval: time.Minute})
+	pv.now = func() time.Time { return now }
+	refused := previewRequest{name: "a", key: previewKey{uid: "ua", to: "1"}}
+	passed := previewRequest{name: "b", key: previewKey{uid: "ub", to: "1"}}
+	run := func(req previewRequest, o *previewOutcome) {
+		t.Helper()
+		pv.request(req)
+		got, _, ok := pv.next(context.Background())
+		if !ok || got.name != req.name {
+			t.Fatalf("preview %+v, %t: want %s's", got, ok, req.name)
+		}
+		pv.finish(got, o, true)
+	}
+	previewedAgain := func() []string {
+		var names []string
+		for _, req := range []previewRequest{refused, passed} {
+			pv.request(req)
+		}
+		for {
+			got, _, ok := pv.next(context.Background())
+			if !ok {
+				return names
+			}
+			names = append(names, got.name)
+			pv.finish(got, pv.latest[got.name], true)
+		}
+	}
+	run(refused, &previewOutcome{decided: true, added: 3})
+	run(passed, &previewOutcome{decided: true})
+
+	now = now.Add(2 * time.Minute)
+	if got := previewedAgain(); len(got) != 0 {
+		t.Errorf("previewed again without a change of the cluster: %v", got)
+	}
+	finished := now
+	pv.latest["a"].finished = finished
+	now = finished.Add(30 * time.Second)
+	pv.clusterChanged()
+	if got := previewedAgain(); len(got) != 0 {
+		t.Errorf("previewed again within the interval after a change: %v", got)
+	}
+	now = finished.Add(time.Minute)
+	if diff := cmp.Diff([]string{"a"}, previewedAgain()); diff != "" {
+		t.Errorf("previewed again once the interval passed after a change (-want +got):\n%s", diff)
+	}
+	now = pv.latest["a"].finished.Add(9 * time.Minute)
+	if got := previewedAgain(); len(got) != 0 {
+		t.Errorf("previewed again before the timer without a change: %v", got)
+	}
+	now = pv.latest["a"].finished.Add(10 * time.Minute)
+	if diff := cmp.Diff([]string{"a"}, previewedAgain()); diff != "" {
+		t.Errorf("previewed again on the timer (-want +got):\n%s", diff)
+	}
+}

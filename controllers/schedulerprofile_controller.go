@@ -322,7 +322,12 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, err
 	}
 	obs.config = cfg
-	if obs.preview, err = r.preview(ctx, p, proc, cfg, obs.deployment); err != nil || obs.preview.held() {
+	if obs.preview, err = r.preview(ctx, p, proc, cfg, obs.deployment); err != nil {
+		return obs, err
+	}
+	if obs.preview.held() {
+		// The held change does not roll out, but an operator upgrade moves what runs.
+		obs.rollout.upgrade, err = r.moveHeldToImage(ctx, proc, obs.deployment)
 		return obs, err
 	}
 	defer r.lockUpgrade(obs.deployment)()
@@ -503,9 +508,20 @@ func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s set
 		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
 		return nil, err.Error(), field.ErrorList{err}
 	}
-	schedulerBuilds.WithLabelValues(buildDedicated).Inc()
-	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
+	if errs := validateDedicatedOnce(cfg, proc); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
 	return cfg, "", nil
+}
+
+// validateDedicatedOnce is profile.ValidateWithGates of a dedicated profile's configuration,
+// remembered by what it reads: the configuration, the gates and the path of the gates' field
+// (the registry is the binary's). A pass that meets the same configuration again (every node
+// change enqueues every profile, for advice) builds no scheduler.
+func validateDedicatedOnce(cfg *profile.Config, proc *process) field.ErrorList {
+	errs, _ := dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.run.FeatureGates, proc.gatesPath().String()), func() (field.ErrorList, error) {
+		schedulerBuilds.WithLabelValues(buildDedicated).Inc()
+		return profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()), nil
+	})
+	return errs
 }

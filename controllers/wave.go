@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -55,6 +58,10 @@ type waveMember struct {
 	// not being deleted, and (a profile) has a valid configuration. One that does not move neither
 	// waits for a turn nor holds one, or it would hold up the wave for good.
 	moves bool
+	// heldChange is set when the owner's change is held by its preview: it takes no turn from
+	// the others, but its running template moves to the new image in its own pass
+	// (moveHeldToImage), and counts as in flight while that rolls.
+	heldChange bool
 	// rolledBack is the image a rollback of this scheduler returned from, if any.
 	rolledBack string
 }
@@ -87,9 +94,9 @@ func planUpgrade(self string, image string, members []waveMember, maxInFlight in
 	var inFlight, pending []string
 	for _, m := range members {
 		switch {
-		case !m.moves && m.name != self:
-		case m.upgraded(image) && !m.available:
+		case m.upgraded(image) && !m.available && (m.moves || m.heldChange):
 			inFlight = append(inFlight, m.name)
+		case !m.moves && m.name != self:
 		case !m.upgraded(image):
 			pending = append(pending, m.name)
 		}
@@ -137,7 +144,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {
 		return upgradeStep{}, fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
-	moving, err := r.movingOwners(ctx)
+	moving, held, err := r.movingOwners(ctx)
 	if err != nil {
 		return upgradeStep{}, err
 	}
@@ -147,6 +154,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 		members = append(members, waveMember{
 			name: d.Name, image: schedulerImageOf(d), leased: leased(d.Spec.Template.Annotations), available: deploymentAvailable(d),
 			moves:      moving[LabelProfile][d.Labels[LabelProfile]] || moving[LabelScheduler][d.Labels[LabelScheduler]],
+			heldChange: held[d.Labels[LabelProfile]],
 			rolledBack: d.Annotations[AnnotationImageRolledBack],
 		})
 	}
@@ -156,38 +164,87 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 // movingOwners are the owners whose scheduler Deployment a pass rolls to a new template, by
 // owner label and name: the dedicated profiles with a valid configuration and the Schedulers
 // whose rollout is not refused, none being deleted. An owner that cannot move takes no turn in
-// the wave and holds none.
-func (r *processObjects) movingOwners(ctx context.Context) (map[string]map[string]bool, error) {
+// the wave and holds none. held are the dedicated profiles whose change their preview holds.
+func (r *processObjects) movingOwners(ctx context.Context) (moving map[string]map[string]bool, held map[string]bool, err error) {
 	var profiles schedulingv1alpha1.SchedulerProfileList
 	if err := r.client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil { // only read
-		return nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
+		return nil, nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
 	var schedulers schedulingv1alpha1.SchedulerList
 	if err := r.client.List(ctx, &schedulers, client.UnsafeDisableDeepCopy); err != nil { // only read
-		return nil, fmt.Errorf("listing Schedulers: %w", err)
+		return nil, nil, fmt.Errorf("listing Schedulers: %w", err)
 	}
-	out := map[string]map[string]bool{LabelProfile: {}, LabelScheduler: {}}
+	moving, held = map[string]map[string]bool{LabelProfile: {}, LabelScheduler: {}}, map[string]bool{}
 	for i := range profiles.Items {
-		out[LabelProfile][profiles.Items[i].Name] = ownerMoves(&profiles.Items[i])
+		p := &profiles.Items[i]
+		moving[LabelProfile][p.Name] = ownerMoves(p)
+		held[p.Name] = p.DeletionTimestamp == nil && p.Spec.SchedulerRef.Name == "" && previewHeld(p.Status.Conditions)
 	}
 	for i := range schedulers.Items {
-		out[LabelScheduler][schedulers.Items[i].Name] = ownerMoves(&schedulers.Items[i])
+		moving[LabelScheduler][schedulers.Items[i].Name] = ownerMoves(&schedulers.Items[i])
 	}
-	return out, nil
+	return moving, held, nil
 }
 
 // ownerMoves tells whether a pass rolls the owner's scheduler Deployment to a new template: a
-// dedicated profile with a valid configuration, or a Scheduler whose rollout is not refused, not
-// being deleted.
+// dedicated profile with a valid configuration whose change its preview does not hold, or a
+// Scheduler whose rollout is not refused, not being deleted. A held profile's own pass moves its
+// running template to the new image (moveHeldToImage) but takes no turn from the others: its
+// change may stay held for good.
 func ownerMoves(obj client.Object) bool {
 	switch o := obj.(type) {
 	case *schedulingv1alpha1.SchedulerProfile:
 		return o.DeletionTimestamp == nil && o.Spec.SchedulerRef.Name == "" &&
-			!meta.IsStatusConditionFalse(o.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
+			!meta.IsStatusConditionFalse(o.Status.Conditions, schedulingv1alpha1.ConditionConfigValid) &&
+			!previewHeld(o.Status.Conditions)
 	case *schedulingv1alpha1.Scheduler:
 		return o.DeletionTimestamp == nil && !rolloutRefused(o.Status.Conditions)
 	}
 	return false
+}
+
+// previewHeld tells whether a profile's status says that its preview holds its change.
+func previewHeld(conds []metav1.Condition) bool {
+	c := meta.FindStatusCondition(conds, schedulingv1alpha1.ConditionProgressing)
+	return c != nil && (c.Reason == schedulingv1alpha1.ReasonPreviewRefused || c.Reason == schedulingv1alpha1.ReasonPreviewRunning)
+}
+
+// moveHeldToImage moves the running template of a profile whose change its preview holds to the
+// operator's scheduler image, when the wave gives it its turn: the template the live Deployment
+// runs, with only the scheduler container's image changed, so that nothing of the held change
+// rolls out and an operator upgrade leaves no scheduler behind. A template on the lease of an
+// operator version before the prefix stays as it is: its move is part of a rollout. It returns
+// the wave's step, which the status reports.
+func (r *processObjects) moveHeldToImage(ctx context.Context, proc *process, live *appsv1.Deployment) (upgradeStep, error) {
+	if live == nil || r.upgraded(live) || !leased(live.Spec.Template.Annotations) {
+		return upgradeStep{image: schedulerImageOf(live)}, nil
+	}
+	defer r.lockUpgrade(live)()
+	step, err := r.upgradeStepOf(ctx, proc)
+	if err != nil || step.held != "" || step.image != r.settings.image {
+		return step, err
+	}
+	d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.image))
+	stampApplied(d, live, time.Now())
+	oneLeaderStrategy(proc, d, live)
+	return step, r.applyAll(ctx, []owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)})
+}
+
+// templateOnImage is a live pod template as the operator applies it, with the scheduler
+// container's image changed to image and the revision annotation of the new template.
+func templateOnImage(live *corev1.PodTemplateSpec, image string) *corev1ac.PodTemplateSpecApplyConfiguration {
+	t := live.DeepCopy()
+	delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	delete(t.Annotations, AnnotationRevision)
+	for i := range t.Spec.Containers {
+		if t.Spec.Containers[i].Name == schedulerContainer {
+			t.Spec.Containers[i].Image = image
+		}
+	}
+	out := corev1ac.PodTemplateSpec()
+	mustConvert(t, out)
+	out.WithAnnotations(map[string]string{AnnotationRevision: revisionOf(out)})
+	return out
 }
 
 // refusedRollouts are the reasons of a Scheduler's Degraded condition that mean no new template

@@ -3,6 +3,12 @@ package controllers
 import (
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 func TestPlanUpgrade(t *testing.T) {
@@ -82,6 +88,24 @@ func TestPlanUpgrade(t *testing.T) {
 		members:   []waveMember{{name: "a", image: v2, leased: true}, on("b", v1, true)},
 		wantImage: v2,
 	}, {
+		// On main before held changes left the wave, a profile whose change Guard refused
+		// counted as moving, took the first turn and never used it: b waited for good.
+		name:      "a scheduler whose change is held holds no turn",
+		self:      "b",
+		members:   []waveMember{{name: "a", image: v1, leased: true, available: true, heldChange: true}, on("b", v1, true)},
+		wantImage: v2,
+	}, {
+		name:      "a scheduler whose change is held takes its own turn",
+		self:      "a",
+		members:   []waveMember{{name: "a", image: v1, leased: true, available: true, heldChange: true}, on("b", v1, true)},
+		wantImage: v2,
+	}, {
+		name:      "a held scheduler's running template counts in flight while it moves",
+		self:      "b",
+		members:   []waveMember{{name: "a", image: v2, leased: true, heldChange: true}, on("b", v1, true)},
+		wantImage: v1,
+		wantHeld:  "1 rolling out now (Deployment a), 1 waiting",
+	}, {
 		name:        "a rollback from the operator's image stops the wave",
 		self:        "b",
 		members:     []waveMember{{name: "a", image: v1, leased: true, available: true, moves: true, rolledBack: v2}, on("b", v1, true)},
@@ -160,5 +184,38 @@ func TestPlanUpgradeDowngrade(t *testing.T) {
 	}
 	if got := planUpgrade("b", v1, members, 1); got.image != v2 || got.held == "" {
 		t.Errorf("the second scheduler of a downgrade: %+v", got)
+	}
+}
+
+// TestOwnerMoves: which owners take a turn in the upgrade wave. On main before held changes left
+// the wave, a dedicated profile whose change its preview held (PreviewRefused, PreviewRunning)
+// moved, and held the turn of every scheduler after it.
+func TestOwnerMoves(t *testing.T) {
+	progressing := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: schedulingv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: reason}}
+	}
+	withConditions := func(p *schedulingv1alpha1.SchedulerProfile, conds []metav1.Condition) *schedulingv1alpha1.SchedulerProfile {
+		p.Status.Conditions = conds
+		return p
+	}
+	cases := []struct {
+		name string
+		obj  client.Object
+		want bool
+	}{
+		{name: "a dedicated profile", obj: testutil.MakeProfile("p").Obj(), want: true},
+		{name: "a member", obj: testutil.MakeProfile("p").SchedulerRef("s").Obj()},
+		{name: "an invalid profile", obj: withConditions(testutil.MakeProfile("p").Obj(), []metav1.Condition{{Type: schedulingv1alpha1.ConditionConfigValid, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonInvalidConfig}})},
+		{name: "a change refused by its preview", obj: withConditions(testutil.MakeProfile("p").Obj(), progressing(schedulingv1alpha1.ReasonPreviewRefused))},
+		{name: "a change waiting for its preview", obj: withConditions(testutil.MakeProfile("p").Obj(), progressing(schedulingv1alpha1.ReasonPreviewRunning))},
+		{name: "a change rolling out", obj: withConditions(testutil.MakeProfile("p").Obj(), progressing(schedulingv1alpha1.ReasonUpgradeWaiting)), want: true},
+		{name: "a Scheduler", obj: testutil.MakeScheduler("s").Obj(), want: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ownerMoves(tc.obj); got != tc.want {
+				t.Errorf("ownerMoves = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -231,3 +231,117 @@ func TestPreviewGuardRefusesPastCPUBudget(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPreviewGuardRefreshesARefusal: a change to a node pool that no node is in is refused in
+// Guard mode; once ready nodes of that pool come, the change is previewed again and rolls out
+// within two minutes (here with a refresh interval of 10 s; the default of a minute keeps it
+// within two too). On main before outcomes were refreshed, the change stayed refused for good:
+// an outcome was kept by its change, whatever nodes came.
+func TestPreviewGuardRefreshesARefusal(t *testing.T) {
+	k := suiteCluster()
+	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.RefreshInterval = 10 * time.Second })
+	name := uniqueName("refresh")
+	k.createProfilePods(t, name, 2, 3)
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+	first := k.waitForRollout(t, name)
+	k.markDeploymentAvailable(t, name+"-scheduler")
+
+	pool := `{"nodeSelector":{"matchLabels":{"pool":"` + name + `"}}}`
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
+		p.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(pool)}}}
+	})
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	if refused.Status.ConfigHash != first.Status.ConfigHash {
+		t.Fatalf("status.configHash %s, want the running %s", refused.Status.ConfigHash, first.Status.ConfigHash)
+	}
+	computed := refused.Status.Preview.StartTime
+
+	for i := range 2 {
+		createReadyNode(t, t.Context(), k.admin, fmt.Sprintf("%s-pool-%d", name, i), map[string]string{"pool": name})
+	}
+	start := time.Now()
+	rolled := k.waitForConditionsWithin(t, 2*time.Minute, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut})
+	t.Logf("The refused change rolled out %s after its pool's nodes came", time.Since(start).Round(time.Second))
+	if rolled.Status.ConfigHash == first.Status.ConfigHash {
+		t.Errorf("status.configHash %s: the change did not roll out", rolled.Status.ConfigHash)
+	}
+	if pv := rolled.Status.Preview; !computed.Before(&pv.StartTime) || pv.To.Unschedulable != 0 {
+		t.Errorf("status.preview = %+v, want a preview computed after %s that leaves no pod unschedulable", pv, computed)
+	}
+}
+
+// TestPreviewGuardRefusesARename: a profile whose pods, two running and one pending, name its
+// scheduler is renamed in Guard mode. The preview's workload is the pods of both names: the old
+// name's lose their scheduler, so the rename is refused (naming the scheduler name the pods keep)
+// and the running scheduler keeps serving the old name. On main before previews took the pods of
+// the running configuration's names, the rename previewed the 0 pods of the new name and rolled
+// out, and the old name's pods waited for good.
+func TestPreviewGuardRefusesARename(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	name := uniqueName("rename")
+	k.createProfilePods(t, name, 2, 2)
+	pending := testutil.MakePod(name+"-pending", "default").SchedulerName(name).Request(corev1.ResourceCPU, "100m").Obj()
+	k.createObject(t, pending)
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+	first := k.waitForRollout(t, name)
+	k.markDeploymentAvailable(t, name+"-scheduler")
+
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) { p.Spec.SchedulerName = name + "-new" })
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
+	for _, want := range []string{"3 more of the profile's 3 pods unschedulable", `serves scheduler name "` + name + `"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
+		}
+	}
+	testutil.Consistently(t, 2*time.Second, "the running scheduler keeps serving "+name, func(ctx context.Context) error {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name + "-scheduler"}, d); err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != first.Status.ConfigHash {
+			return fmt.Errorf("the Deployment runs %s, not %s", got, first.Status.ConfigHash)
+		}
+		return nil
+	})
+}
+
+// TestPreviewGatesOnlyChange: a change of a profile's feature gates alone leaves its
+// configuration's hash as it is, and is previewed all the same: status.preview shows a preview
+// from and to that configuration, with the gates' change. On main before the gates were part of
+// a preview's key, a gates-only change rolled out unpreviewed.
+func TestPreviewGatesOnlyChange(t *testing.T) {
+	k := suiteCluster()
+	k.startOperator(t, k.cfg)
+	name := uniqueName("gatesonly")
+	k.createProfilePods(t, name, 2, 3)
+	k.createProfile(t, testutil.MakeProfile(name).Obj())
+	first := k.waitForRollout(t, name)
+	k.waitForProfile(t, name, "to show the preview of its first configuration", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if p.Status.Preview.To.ConfigHash != first.Status.ConfigHash || p.Status.Preview.From.ConfigHash != "" {
+			return fmt.Errorf("status.preview = %+v", p.Status.Preview)
+		}
+		return nil
+	})
+	k.markDeploymentAvailable(t, name+"-scheduler")
+
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Scheduler.FeatureGates = map[string]bool{"OpportunisticBatching": false}
+	})
+	k.waitForProfile(t, name, "to show the preview of its gates' change", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		pv := p.Status.Preview
+		if pv.From.ConfigHash != first.Status.ConfigHash || pv.To.ConfigHash != first.Status.ConfigHash || pv.Pods != 3 {
+			return fmt.Errorf("status.preview = %+v, want 3 pods previewed from and to %s", pv, first.Status.ConfigHash)
+		}
+		return nil
+	})
+}

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -224,4 +225,70 @@ func schedulerImageOf(d *appsv1.Deployment) string {
 		}
 	}
 	return ""
+}
+
+// TestUpgradeWaveMovesAHeldChange: a profile whose change Guard refused, first in name order,
+// takes no turn from the others in an operator upgrade: every other scheduler moves to the new
+// image, one at a time, and the held profile's running template (its running configuration, not
+// the refused one) moves to the new image too, while its change stays refused. On main before
+// held changes left the wave, the held profile took the first turn and never used it: the
+// schedulers after it stayed on the old image with UpgradeWaiting.
+func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
+	k := suiteCluster()
+	k.ensureOperatorNamespace(t)
+	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
+	start := func(image string) *framework.Operator {
+		o := operatorOptions
+		o.SchedulerImage = image
+		return framework.StartOperator(t, k.cfg, o)
+	}
+	prefix := uniqueName("heldwave")
+	held, names := prefix+"-a", []string{prefix + "-b", prefix + "-c"}
+	op := start(v1)
+	k.createProfilePods(t, held, 2, 3)
+	p := testutil.MakeProfile(held).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+	for _, name := range names {
+		k.createProfile(t, testutil.MakeProfile(name).Obj())
+	}
+	running := k.waitForRollout(t, held)
+	k.settle(t, held, "v1")
+	for _, name := range names {
+		k.waitForRollout(t, name)
+		k.settle(t, name, "v1")
+	}
+	k.updateProfile(t, held, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
+		p.Spec.PluginConfig = []schedulingv1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(noPool)}}}
+	})
+	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	start(v2)
+	deployment := held + "-scheduler"
+	testutil.Eventually(t, reconcileTimeout, "the held profile's running template on "+v2, func(ctx context.Context) error {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
+			return err
+		}
+		if got := schedulerImageOf(d); got != v2 {
+			return fmt.Errorf("runs %s", got)
+		}
+		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != running.Status.ConfigHash {
+			return fmt.Errorf("runs configuration %s, not the running %s: the held change rolled out", got, running.Status.ConfigHash)
+		}
+		return nil
+	})
+	k.markDeploymentAvailable(t, deployment)
+	for i, name := range names {
+		k.waitForImages(t, names, v2, i+1)
+		testutil.Consistently(t, time.Second, "one scheduler at a time", func(ctx context.Context) error {
+			return k.imagesAre(ctx, names, v2, i+1)
+		})
+		k.settle(t, name, "v2")
+	}
+	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)
 }

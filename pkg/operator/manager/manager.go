@@ -101,6 +101,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.IntVar(&opts.Preview.MaxPods, "preview-max-pods", controllers.DefaultPreviewMaxPods, "How many of a profile's pods the preview of a change simulates (spec.rollout.preview): the first in queue order; the status says when there were more.")
 	fs.DurationVar(&opts.Preview.Timeout, "preview-timeout", controllers.DefaultPreviewTimeout, "The wall-clock time budget of one preview, a safety bound: reading the cluster and simulating both configurations. A preview past it decides nothing, and Guard does not roll the change out.")
 	fs.DurationVar(&opts.Preview.CPULimit, "preview-cpu-limit", controllers.DefaultPreviewCPULimit, "The CPU time budget that the two simulations of one preview share, counted on the whole operator process. A preview past it decides nothing, and Guard does not roll the change out.")
+	fs.DurationVar(&opts.Preview.RefreshInterval, "preview-refresh-interval", controllers.DefaultPreviewRefreshInterval, "How soon a preview that holds a change (refused, or incomplete) is run again once a node was added, removed or relabelled or a PriorityClass changed; without such a change, it is run again after ten intervals.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "How many profiles, and how many Schedulers, the operator reconciles at once; a profile or Scheduler is never in two passes at once.")
 	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
 		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, commaList(v)...)
@@ -121,6 +122,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	}
 	if opts.UpgradeMaxInFlight < 1 {
 		return opts, nil, fmt.Errorf("--upgrade-max-in-flight must be a positive number, not %d", opts.UpgradeMaxInFlight)
+	}
+	if opts.Preview.RefreshInterval <= 0 {
+		return opts, nil, fmt.Errorf("--preview-refresh-interval must be positive, not %s", opts.Preview.RefreshInterval)
 	}
 	if opts.Preview.MaxPods < 1 || opts.Preview.Timeout <= 0 || opts.Preview.CPULimit <= 0 {
 		return opts, nil, fmt.Errorf("--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not %d, %s and %s (spec.rollout.preview.mode: Off turns a profile's previews off)",

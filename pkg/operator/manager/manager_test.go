@@ -107,11 +107,11 @@ func TestManagerOptions(t *testing.T) {
 		},
 		{
 			name: "preview bounds",
-			args: []string{"--preview-max-pods=500", "--preview-timeout=30s", "--preview-cpu-limit=10s"},
+			args: []string{"--preview-max-pods=500", "--preview-timeout=30s", "--preview-cpu-limit=10s", "--preview-refresh-interval=5s"},
 			env:  env,
 			want: controllers.ManagerOptions{
 				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
-				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second, CPULimit: 10 * time.Second},
+				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second, CPULimit: 10 * time.Second, RefreshInterval: 5 * time.Second},
 			},
 		},
 		{
@@ -125,6 +125,12 @@ func TestManagerOptions(t *testing.T) {
 			args:    []string{"--preview-cpu-limit=0s"},
 			env:     env,
 			wantErr: "--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not 2000, 5m0s and 0s",
+		},
+		{
+			name:    "preview refresh interval not positive",
+			args:    []string{"--preview-refresh-interval=0s"},
+			env:     env,
+			wantErr: "--preview-refresh-interval must be positive, not 0s",
 		},
 		{
 			name:    "preview CPU time not a duration",
@@ -181,7 +187,7 @@ func TestManagerOptions(t *testing.T) {
 				tc.want.UpgradeMaxInFlight = controllers.DefaultUpgradeMaxInFlight
 			}
 			if tc.want.Preview == (controllers.PreviewOptions{}) {
-				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout, CPULimit: controllers.DefaultPreviewCPULimit}
+				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout, CPULimit: controllers.DefaultPreviewCPULimit, RefreshInterval: controllers.DefaultPreviewRefreshInterval}
 			}
 			if tc.want.MaxConcurrentReconciles == 0 {
 				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles

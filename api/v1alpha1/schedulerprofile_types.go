@@ -402,7 +402,8 @@ type SchedulerSettings struct {
 
 	// resources of the scheduler container. Defaults to requests of 100m CPU and 128Mi memory.
 	// Each CPU and memory request and limit is at most the operator's --max-scheduler-cpu and
-	// --max-scheduler-memory (by default 4 and 8Gi), set by the cluster admin. The type is
+	// --max-scheduler-memory (by default 4 and 8Gi), set by the cluster admin; other resources
+	// only as the operator's --allowed-scheduler-resources allows (none by default). The type is
 	// core/v1's, whose schema carries no bounds of its own; the object's size bounds it.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`

@@ -277,7 +277,7 @@ BENCH = go run ./hack/bench --assets $(K8SBIN) --scheduler $(LOCALBIN)/kube-sche
 	--noop-scheduler $(LOCALBIN)/kube-scheduler-noop --manager $(LOCALBIN)/manager --rounds $(ROUNDS) --nodes $(NODES) --pods $(PODS) --dir .cache/bench
 
 .PHONY: bench
-bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/manager bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Run every benchmark (validate, throughput, simulate, simulate-cli, cycle, operator, preview, shared, assign, memory) and print one table.
+bench: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd bin/manager bin/kube-scheduler bin/kube-scheduler-upstream bin/kube-scheduler-noop ## Run every benchmark (validate, throughput, simulate, simulate-cli, cycle, operator, preview, preview-large, shared, assign, memory) and print one table.
 	$(BENCH) --out .cache/bench/bench.txt
 
 .PHONY: bench-throughput
@@ -303,6 +303,10 @@ bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 100
 .PHONY: bench-preview
 bench-preview: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator's preview of a profile's change, 2000 pods on 1000 nodes: time until status.preview shows it, the operator's memory over idle.
 	$(BENCH) --run preview --out .cache/bench/preview.txt
+
+.PHONY: bench-preview-large
+bench-preview-large: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator's preview of a change on 5,000 nodes and 50,000 pods with annotations and env: the operator's peak memory, its preview processes', completed or incomplete.
+	$(BENCH) --run preview-large --out .cache/bench/preview-large.txt
 
 .PHONY: bench-shared
 bench-shared: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator and its webhook with a Scheduler of 50 and of 150 members: time and CPU to serve them all, of one member's change, p50/p99 of a member's dry-run review.

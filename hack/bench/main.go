@@ -16,6 +16,9 @@
 //     of this command, so that its peak memory is the operator's);
 //   - preview: the operator's preview of a profile's change (in a process of its own, so that its
 //     resident memory is the operator's), on an envtest apiserver with the profile's pods;
+//   - preview-large: the same preview on 5,000 nodes and 50,000 pods that carry annotations and
+//     environment variables, with the default budgets: the operator's peak resident memory, its
+//     preview's child processes', and whether the preview completed (one round);
 //   - shared: the operator and its webhook with one Scheduler of 50 and of 150 members created at
 //     once (in a child process per size and round): until all are served, one member's change,
 //     dry-run reviews of a member;
@@ -111,6 +114,7 @@ var benchmarks = []benchmark{
 	{"cycle", benchCycle},
 	{"operator", benchOperator},
 	{"preview", benchPreview},
+	{"preview-large", benchPreviewLarge},
 	{"shared", benchShared},
 	{"assign", benchAssign},
 	{"memory", benchMemory},
@@ -118,7 +122,7 @@ var benchmarks = []benchmark{
 
 func main() {
 	var o options
-	flag.StringVar(&o.run, "run", "validate,throughput,simulate,simulate-cli,cycle,operator,preview,shared,assign,memory", "the benchmarks to run, comma-separated")
+	flag.StringVar(&o.run, "run", "validate,throughput,simulate,simulate-cli,cycle,operator,preview,preview-large,shared,assign,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&o.scheduler, "scheduler", "bin/kube-scheduler", "the kube-scheduler binary with the operator's plugins")
 	flag.StringVar(&o.upstream, "upstream-scheduler", "bin/kube-scheduler-upstream", "upstream kube-scheduler, built from the same k8s.io/kubernetes module")

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
+)
+
+// goalLargePreviewBytes is the most the operator's peak resident memory may be while it previews
+// a change on the large cluster, with the default budgets: below the limit it is deployed with.
+const goalLargePreviewBytes = 400 << 20
+
+// Sizes of the large preview's cluster: each pod carries largePodAnnotationBytes of annotations
+// and a container with largePodEnv environment variables, which scheduling does not read.
+const (
+	largePreviewNodes        = 5000
+	largePreviewPods         = 50000
+	largePodAnnotationBytes  = 1024
+	largePodEnv              = 10
+	largePreviewPollInterval = 50 * time.Millisecond
+)
+
+// benchPreviewLarge measures the operator's preview of a change on a cluster of 5,000 nodes and
+// 50,000 pods of the profile, each with 1 KiB of annotations and 10 environment variables, with
+// the default budgets: the operator's peak resident memory, the peak of its preview's child
+// processes, whether the preview completed or ended incomplete (either is correct), and that the
+// operator was not restarted or killed. One round: the cluster takes minutes to create.
+func benchPreviewLarge(ctx context.Context, o options) ([]stats.Row, error) {
+	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "preview-large"), o.crds)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		return nil, err
+	}
+	operator, err := startOperatorProcess(ctx, c, admin, o, "preview-large", operatorProcess{})
+	if err != nil {
+		return nil, err
+	}
+	defer operator.stop()
+	schedulerName, err := availableProfile(ctx, admin, previewProfile(previewWeights[0]))
+	if err != nil {
+		return nil, err
+	}
+	large := o
+	large.previewNodes, large.previewPods = largePreviewNodes, largePreviewPods
+	if err := createLargePreviewCluster(ctx, c, large, schedulerName); err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, quiet); err != nil {
+		return nil, err
+	}
+	pid := operator.pid()
+	idle, err := cluster.ReadMemory(strconv.Itoa(pid))
+	if err != nil {
+		return nil, err
+	}
+	if err := resetPeakMemory(pid); err != nil {
+		return nil, err
+	}
+	before := &v1alpha1.SchedulerProfile{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: previewProfileName}, before); err != nil {
+		return nil, err
+	}
+	watch := watchChildren(pid)
+	start := time.Now()
+	changed := before.DeepCopy()
+	changed.Spec = previewProfile(previewWeights[1]).Spec
+	if err := admin.Patch(ctx, changed, client.MergeFrom(before)); err != nil {
+		return nil, err
+	}
+	p := &v1alpha1.SchedulerProfile{}
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, o.deadline+10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := admin.Get(ctx, client.ObjectKey{Name: previewProfileName}, p); err != nil {
+			return false, err
+		}
+		return p.Status.Preview.To.ConfigHash != before.Status.Preview.To.ConfigHash, nil
+	})
+	childPeak := watch.stop()
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the preview of the change in status.preview: %w", err)
+	}
+	wall := time.Since(start)
+	mem, err := cluster.ReadMemory(strconv.Itoa(pid))
+	if err != nil {
+		return nil, fmt.Errorf("the operator's process is gone (killed?): %w", err)
+	}
+	pv := p.Status.Preview
+	outcome := "completed"
+	switch {
+	case pv.Failure != "":
+		outcome = "failed: " + pv.Failure
+	case pv.Incomplete != "":
+		outcome = "incomplete: " + pv.Incomplete
+	}
+	fmt.Printf("Preview of a change on %d nodes and %d pods shown in %.1f s: operator VmRSS idle %.1f MiB, VmHWM %.1f MiB; peak of its preview processes %.1f MiB; %s\n",
+		largePreviewNodes, largePreviewPods, wall.Seconds(), cluster.MiB(idle.RSS), cluster.MiB(mem.HWM), cluster.MiB(childPeak), outcome)
+	const name = "preview-large"
+	verdict := "not met"
+	if mem.HWM < goalLargePreviewBytes && pv.Failure == "" {
+		verdict = "met"
+	}
+	return []stats.Row{
+		{Benchmark: name, Measure: fmt.Sprintf("a change on %d nodes and %d pods (1 KiB annotations, %d env each): operator's peak resident memory", largePreviewNodes, largePreviewPods, largePodEnv),
+			Value: stats.Summarize([]float64{cluster.MiB(mem.HWM)}), Unit: "MiB", Decimals: 1,
+			Note: fmt.Sprintf("goal < %.0f MiB, an OOM kill or restart is not correct: %s; VmHWM from the change until status.preview showed it (%.1f s), idle %.1f MiB; default budgets; the preview %s", cluster.MiB(int64(goalLargePreviewBytes)), verdict, wall.Seconds(), cluster.MiB(idle.RSS), outcome)},
+		{Benchmark: name, Measure: "  peak resident memory of the preview's child processes", Value: stats.Summarize([]float64{cluster.MiB(childPeak)}), Unit: "MiB", Decimals: 1,
+			Note: "the largest VmHWM seen of the operator's child processes, read every 50 ms"},
+	}, nil
+}
+
+// createLargePreviewCluster is createPreviewCluster with pods that carry what scheduling does not
+// read: 1 KiB of annotations and 10 environment variables.
+func createLargePreviewCluster(ctx context.Context, c *cluster.Cluster, o options, schedulerName string) error {
+	setup := time.Now()
+	if err := c.CreateNodes(ctx, o.previewNodes); err != nil {
+		return err
+	}
+	annotation := strings.Repeat("x", largePodAnnotationBytes)
+	err := c.CreatePods(ctx, o.previewPods, func(i int) *corev1.Pod {
+		pod := cluster.Pod(fmt.Sprintf("preview-%05d", i), fmt.Sprintf("app-%d", i%100))
+		pod.Spec.SchedulerName = schedulerName
+		pod.Annotations = map[string]string{"example.com/notes": annotation}
+		for e := range largePodEnv {
+			pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("VAR_%d", e), Value: fmt.Sprintf("value-of-variable-%d", e)})
+		}
+		if i%4 != 3 {
+			pod.Spec.NodeName = cluster.NodeName(i % o.previewNodes)
+		}
+		return pod
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Created %d nodes and %d pods of %s in %s\n", o.previewNodes, o.previewPods, schedulerName, time.Since(setup).Round(time.Second))
+	return nil
+}
+
+// childWatch reads the VmHWM of a process's children until stopped.
+type childWatch struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	peak int64
+}
+
+// watchChildren starts reading the peak resident memory of pid's child processes.
+func watchChildren(pid int) *childWatch {
+	w := &childWatch{done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		tick := time.NewTicker(largePreviewPollInterval)
+		defer tick.Stop()
+		for {
+			for _, child := range childrenOf(pid) {
+				if m, err := cluster.ReadMemory(child); err == nil {
+					w.peak = max(w.peak, m.HWM)
+				}
+			}
+			select {
+			case <-w.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and returns the peak seen.
+func (w *childWatch) stop() int64 {
+	close(w.done)
+	w.wg.Wait()
+	return w.peak
+}
+
+// childrenOf are the pids of pid's child processes, from /proc/<pid>/task/*/children.
+func childrenOf(pid int) []string {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []string
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		out = append(out, strings.Fields(string(data))...)
+	}
+	return out
+}

@@ -126,4 +126,3 @@ func waitForPreview(t *testing.T, name string, done func(schedulingv1alpha1.Prev
 	}
 	return pv
 }
-

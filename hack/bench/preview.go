@@ -58,27 +58,13 @@ func benchPreview(ctx context.Context, o options) ([]stats.Row, error) {
 	if o.previewNodes < 1 || o.previewPods < 1 {
 		return nil, fmt.Errorf("--preview-nodes and --preview-pods must be positive")
 	}
-	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "preview"), o.crds)
+	c, admin, operator, schedulerName, err := startPreviewBench(ctx, o, "preview", operatorProcess{CPUProfile: o.previewCPUProfile})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Stop()
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		return nil, err
-	}
-	operator, err := startOperatorProcess(ctx, c, admin, o, "preview", operatorProcess{CPUProfile: o.previewCPUProfile})
-	if err != nil {
-		return nil, err
-	}
 	defer operator.stop()
-	// The profile comes before the nodes and pods, so that its first preview (of no running
-	// configuration) has no pods, and the operator has previewed none when its idle memory is read.
-	schedulerName, err := availableProfile(ctx, admin, previewProfile(previewWeights[0]))
-	if err != nil {
-		return nil, err
-	}
-	if err := createPreviewCluster(ctx, c, o, schedulerName); err != nil {
+	if err := createPreviewCluster(ctx, c, o, schedulerName, nil); err != nil {
 		return nil, err
 	}
 	if err := sleep(ctx, quiet); err != nil {
@@ -101,6 +87,34 @@ func benchPreview(ctx context.Context, o options) ([]stats.Row, error) {
 	return previewRows(o, idle.RSS, results), nil
 }
 
+// startPreviewBench starts an envtest cluster and the operator in a process of its own, and
+// creates the preview benchmark's profile, Available, before any node or pod: its first preview
+// (of no running configuration) has no pods, and the operator has previewed none when its idle
+// memory is read. The caller stops the operator and then the cluster.
+func startPreviewBench(ctx context.Context, o options, name string, p operatorProcess) (*cluster.Cluster, client.Client, *operatorProc, string, error) {
+	c, err := cluster.Start(o.assets, filepath.Join(o.dir, name), o.crds)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		c.Stop()
+		return nil, nil, nil, "", err
+	}
+	operator, err := startOperatorProcess(ctx, c, admin, o, name, p)
+	if err != nil {
+		c.Stop()
+		return nil, nil, nil, "", err
+	}
+	schedulerName, err := availableProfile(ctx, admin, previewProfile(previewWeights[0]))
+	if err != nil {
+		operator.stop()
+		c.Stop()
+		return nil, nil, nil, "", err
+	}
+	return c, admin, operator, schedulerName, nil
+}
+
 // previewProfile is the preview benchmark's profile: throughput's NodePool +
 // NodeLabelPreference, with NodeLabelPreference's weight w, previewed in Report mode.
 func previewProfile(w int32) *v1alpha1.SchedulerProfile {
@@ -112,8 +126,9 @@ func previewProfile(w int32) *v1alpha1.SchedulerProfile {
 }
 
 // createPreviewCluster creates o.previewNodes nodes and o.previewPods pods of schedulerName:
-// three in four bound to the nodes, the others pending. A preview places both kinds anew.
-func createPreviewCluster(ctx context.Context, c *cluster.Cluster, o options, schedulerName string) error {
+// three in four bound to the nodes, the others pending. A preview places both kinds anew. dress,
+// when set, adds to each pod what scheduling does not read.
+func createPreviewCluster(ctx context.Context, c *cluster.Cluster, o options, schedulerName string, dress func(*corev1.Pod)) error {
 	setup := time.Now()
 	if err := c.CreateNodes(ctx, o.previewNodes); err != nil {
 		return err
@@ -123,6 +138,9 @@ func createPreviewCluster(ctx context.Context, c *cluster.Cluster, o options, sc
 		pod.Spec.SchedulerName = schedulerName
 		if i%4 != 3 {
 			pod.Spec.NodeName = cluster.NodeName(i % o.previewNodes)
+		}
+		if dress != nil {
+			dress(pod)
 		}
 		return pod
 	})

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
 )
@@ -40,27 +39,15 @@ const (
 // processes, whether the preview completed or ended incomplete (either is correct), and that the
 // operator was not restarted or killed. One round: the cluster takes minutes to create.
 func benchPreviewLarge(ctx context.Context, o options) ([]stats.Row, error) {
-	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "preview-large"), o.crds)
+	c, admin, operator, schedulerName, err := startPreviewBench(ctx, o, "preview-large", operatorProcess{})
 	if err != nil {
 		return nil, err
 	}
 	defer c.Stop()
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		return nil, err
-	}
-	operator, err := startOperatorProcess(ctx, c, admin, o, "preview-large", operatorProcess{})
-	if err != nil {
-		return nil, err
-	}
 	defer operator.stop()
-	schedulerName, err := availableProfile(ctx, admin, previewProfile(previewWeights[0]))
-	if err != nil {
-		return nil, err
-	}
 	large := o
 	large.previewNodes, large.previewPods = largePreviewNodes, largePreviewPods
-	if err := createLargePreviewCluster(ctx, c, large, schedulerName); err != nil {
+	if err := createPreviewCluster(ctx, c, large, schedulerName, heavyPod); err != nil {
 		return nil, err
 	}
 	if err := sleep(ctx, quiet); err != nil {
@@ -125,31 +112,13 @@ func benchPreviewLarge(ctx context.Context, o options) ([]stats.Row, error) {
 	}, nil
 }
 
-// createLargePreviewCluster is createPreviewCluster with pods that carry what scheduling does not
-// read: 1 KiB of annotations and 10 environment variables.
-func createLargePreviewCluster(ctx context.Context, c *cluster.Cluster, o options, schedulerName string) error {
-	setup := time.Now()
-	if err := c.CreateNodes(ctx, o.previewNodes); err != nil {
-		return err
+// heavyPod gives a pod what scheduling does not read: 1 KiB of annotations and 10 environment
+// variables.
+func heavyPod(pod *corev1.Pod) {
+	pod.Annotations = map[string]string{"example.com/notes": strings.Repeat("x", largePodAnnotationBytes)}
+	for e := range largePodEnv {
+		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("VAR_%d", e), Value: fmt.Sprintf("value-of-variable-%d", e)})
 	}
-	annotation := strings.Repeat("x", largePodAnnotationBytes)
-	err := c.CreatePods(ctx, o.previewPods, func(i int) *corev1.Pod {
-		pod := cluster.Pod(fmt.Sprintf("preview-%05d", i), fmt.Sprintf("app-%d", i%100))
-		pod.Spec.SchedulerName = schedulerName
-		pod.Annotations = map[string]string{"example.com/notes": annotation}
-		for e := range largePodEnv {
-			pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("VAR_%d", e), Value: fmt.Sprintf("value-of-variable-%d", e)})
-		}
-		if i%4 != 3 {
-			pod.Spec.NodeName = cluster.NodeName(i % o.previewNodes)
-		}
-		return pod
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("Created %d nodes and %d pods of %s in %s\n", o.previewNodes, o.previewPods, schedulerName, time.Since(setup).Round(time.Second))
-	return nil
 }
 
 // childWatch reads the VmHWM of a process's children until stopped.

@@ -54,27 +54,13 @@ func TestProfileWorkload(t *testing.T) {
 // TestPreviewProfileNodePoolMatchingNothing previews the change of a profile whose pods run to a node
 // pool no node is in: every pod moves and is newly unschedulable, with NodePool's reason.
 func TestPreviewProfileNodePoolMatchingNothing(t *testing.T) {
-	render := func(p *v1alpha1.SchedulerProfile) Profile {
-		cfg, err := profile.Render(p, profile.Settings{Namespace: "ns"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Profile{Name: p.Name, Config: cfg.YAML}
-	}
+	render := func(p *v1alpha1.SchedulerProfile) Profile { return renderForTest(t, p) }
 	from := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}})
 	to := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}, Spec: v1alpha1.SchedulerProfileSpec{
 		Plugins:      &v1alpha1.Plugins{MultiPoint: v1alpha1.PluginSet{Enabled: []v1alpha1.Plugin{{Name: "NodePool"}}}},
 		PluginConfig: []v1alpha1.PluginConfig{{Name: "NodePool", Args: runtime.RawExtension{Raw: []byte(`{"nodeSelector":{"matchLabels":{"pool":"none"}}}`)}}},
 	}})
-	c := &Cluster{Objects: []runtime.Object{node("n1", "a", "4"), node("n2", "b", "4")}}
-	for i, name := range []string{"p0", "p1", "p2"} {
-		p := pod(name, "1")
-		p.Namespace, p.Spec.SchedulerName = "default", "sp"
-		if i < 2 {
-			p.Spec.NodeName = "n1"
-		}
-		c.Objects = append(c.Objects, p)
-	}
+	c := twoNodesThreePods()
 	r, err := PreviewProfile(t.Context(), c, []string{"sp"}, &from, to, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,24 +79,10 @@ func TestPreviewProfileNodePoolMatchingNothing(t *testing.T) {
 // names of both revisions, the preview of a rename had no pods (the workload was sp2's) and
 // let the rename through.
 func TestPreviewProfileRename(t *testing.T) {
-	render := func(p *v1alpha1.SchedulerProfile) Profile {
-		cfg, err := profile.Render(p, profile.Settings{Namespace: "ns"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Profile{Name: p.Name, Config: cfg.YAML}
-	}
+	render := func(p *v1alpha1.SchedulerProfile) Profile { return renderForTest(t, p) }
 	from := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}})
 	to := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}, Spec: v1alpha1.SchedulerProfileSpec{SchedulerName: "sp2"}})
-	c := &Cluster{Objects: []runtime.Object{node("n1", "a", "4"), node("n2", "b", "4")}}
-	for i, name := range []string{"p0", "p1", "p2"} {
-		p := pod(name, "1")
-		p.Namespace, p.Spec.SchedulerName = "default", "sp"
-		if i < 2 {
-			p.Spec.NodeName = "n1"
-		}
-		c.Objects = append(c.Objects, p)
-	}
+	c := twoNodesThreePods()
 	r, err := PreviewProfile(t.Context(), c, []string{"sp", "sp2"}, &from, to, 0, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,4 +94,29 @@ func TestPreviewProfileRename(t *testing.T) {
 	if len(r.NewlyUnschedulable) != 3 || r.NewlyUnschedulable[0].Reason != want {
 		t.Errorf("newly unschedulable = %+v, want 3 with the reason %q", r.NewlyUnschedulable, want)
 	}
+}
+
+// renderForTest renders a profile as the operator rolls it out, to simulate it.
+func renderForTest(t *testing.T, p *v1alpha1.SchedulerProfile) Profile {
+	t.Helper()
+	cfg, err := profile.Render(p, profile.Settings{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Profile{Name: p.Name, Config: cfg.YAML}
+}
+
+// twoNodesThreePods is a cluster of two nodes and three pods of scheduler name sp: p0 and p1
+// running on n1, p2 pending.
+func twoNodesThreePods() *Cluster {
+	c := &Cluster{Objects: []runtime.Object{node("n1", "a", "4"), node("n2", "b", "4")}}
+	for i, name := range []string{"p0", "p1", "p2"} {
+		p := pod(name, "1")
+		p.Namespace, p.Spec.SchedulerName = "default", "sp"
+		if i < 2 {
+			p.Spec.NodeName = "n1"
+		}
+		c.Objects = append(c.Objects, p)
+	}
+	return c
 }

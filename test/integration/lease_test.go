@@ -174,11 +174,7 @@ func TestLeaseMigrationIsPaced(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
 	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
-	start := func(image string) *framework.Operator {
-		o := operatorOptions
-		o.SchedulerImage = image
-		return framework.StartOperator(t, k.cfg, o)
-	}
+	start := func(image string) *framework.Operator { return k.startOnImage(t, image) }
 	prefix := uniqueName("paced")
 	names := []string{prefix + "-a", prefix + "-b", prefix + "-c"}
 	k.settledProfiles(t, start(v1), names)

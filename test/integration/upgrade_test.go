@@ -237,11 +237,7 @@ func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
 	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
-	start := func(image string) *framework.Operator {
-		o := operatorOptions
-		o.SchedulerImage = image
-		return framework.StartOperator(t, k.cfg, o)
-	}
+	start := func(image string) *framework.Operator { return k.startOnImage(t, image) }
 	prefix := uniqueName("heldwave")
 	held, names := prefix+"-a", []string{prefix + "-b", prefix + "-c"}
 	op := start(v1)
@@ -291,4 +287,12 @@ func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
 		k.settle(t, name, "v2")
 	}
 	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)
+}
+
+// startOnImage runs the operator, as the administrator, with the scheduler image image.
+func (k *cluster) startOnImage(t *testing.T, image string) *framework.Operator {
+	t.Helper()
+	o := operatorOptions
+	o.SchedulerImage = image
+	return framework.StartOperator(t, k.cfg, o)
 }

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -78,10 +80,40 @@ func readCluster(ctx context.Context, c client.Reader) (*advice.Cluster, error) 
 	return out, nil
 }
 
+// clusterView is what the cluster checks read, read from the cache once per change of it: every
+// node change enqueues every profile, and each pass would otherwise list and sort every node again.
+// Safe for concurrent use; the zero value reads on its first use.
+type clusterView struct {
+	// changes counts the changes seen (changed); read is the count the cached view was read at.
+	changes atomic.Uint64
+	mu      sync.Mutex
+	read    uint64
+	cluster *advice.Cluster
+}
+
+// changed records a change of the nodes or PriorityClasses: the next get reads them again.
+func (v *clusterView) changed() { v.changes.Add(1) }
+
+// get is the view as of the latest change seen, read from c when it is older.
+func (v *clusterView) get(ctx context.Context, c client.Reader) (*advice.Cluster, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := v.changes.Load()
+	if v.cluster != nil && v.read == now {
+		return v.cluster, nil
+	}
+	cluster, err := readCluster(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	v.cluster, v.read = cluster, now
+	return cluster, nil
+}
+
 // observeAdvice runs the profile doctor on a profile whose configuration is valid. Advice never
 // stops a pass: when it cannot be worked out, the status says so and the pass goes on.
 func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, obs *observation) {
-	cluster, err := readCluster(ctx, r.client)
+	cluster, err := r.cluster.get(ctx, r.client)
 	if err == nil {
 		obs.advice, err = profileAdvice(p, proc, r.settings, cluster)
 	}
@@ -153,7 +185,9 @@ func (r *SchedulerProfileReconciler) watchCluster(b *builder.Builder) *builder.B
 	node := &metav1.PartialObjectMetadata{}
 	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
 	all := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		// A refused or incomplete preview may come out otherwise on the changed cluster.
+		// The checks read the cluster anew, once; a refused or incomplete preview may come out
+		// otherwise on the changed cluster.
+		r.cluster.changed()
 		r.previews.clusterChanged()
 		return r.profileRequests(ctx, nil)
 	})

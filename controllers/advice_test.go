@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -158,5 +159,44 @@ func TestRecordAdviceMetrics(t *testing.T) {
 	recordAdviceMetrics(p)
 	if got := testutil.CollectAndCount(profileAdviceCount, "schedops_schedulerprofile_advice"); got != 1 {
 		t.Errorf("%d series after the profile was fixed but for SPA104, want 1", got)
+	}
+}
+
+// countingReader counts the Lists of a reader.
+type countingReader struct {
+	client.Reader
+	lists int
+}
+
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists++
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// TestClusterViewReadsOncePerChange: the cluster checks' view of the nodes and PriorityClasses is
+// read from the cache once per change seen, not once per profile's pass: every node change
+// enqueues every profile. On main before the view, each pass listed every node again.
+func TestClusterViewReadsOncePerChange(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
+	reader := &countingReader{Reader: fakeObjects(node).client}
+	var v clusterView
+	for range 3 {
+		if _, err := v.get(t.Context(), reader); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reader.lists != 2 {
+		t.Errorf("%d lists for three passes without a change, want 2 (nodes and PriorityClasses, once)", reader.lists)
+	}
+	v.changed()
+	got, err := v.get(t.Context(), reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.get(t.Context(), reader); err != nil {
+		t.Fatal(err)
+	}
+	if reader.lists != 4 || len(got.Nodes) != 1 || got.Nodes[0].Labels["zone"] != "a" {
+		t.Errorf("%d lists after a change and two passes, nodes %+v; want 4 lists and node n1 in zone a", reader.lists, got.Nodes)
 	}
 }

@@ -64,6 +64,8 @@ type SchedulerProfileReconciler struct {
 	versions *serverVersion
 	// workers is how many profiles are reconciled at once; 0 is DefaultMaxConcurrentReconciles.
 	workers int
+	// cluster is what the advice's cluster checks read, once per change of the cluster.
+	cluster clusterView
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with

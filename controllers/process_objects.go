@@ -98,6 +98,10 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		return nil, st, err
 	}
 	d, err := r.liveDeployment(ctx, proc)
+	if applied, ok := objs[len(objs)-1].desired.(*appsv1ac.DeploymentApplyConfiguration); ok && err == nil && live != nil && !r.upgraded(live) {
+		// In the wave (upgradeMu held): the next pass counts this one in flight from the cache.
+		d, err = r.cachedTemplate(ctx, proc, applied.Spec.Template.Annotations[AnnotationRevision])
+	}
 	if err != nil {
 		return nil, st, err
 	}

@@ -329,7 +329,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	if obs.preview.held() {
 		// The held change does not roll out, but an operator upgrade moves what runs.
-		obs.rollout.upgrade, err = r.moveHeldToImage(ctx, proc, obs.deployment)
+		obs.deployment, obs.rollout, err = r.runHeld(ctx, proc, obs.deployment, st)
 		return obs, err
 	}
 	defer r.lockUpgrade(obs.deployment)()

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,8 +60,8 @@ type waveMember struct {
 	// waits for a turn nor holds one, or it would hold up the wave for good.
 	moves bool
 	// heldChange is set when the owner's change is held by its preview: it takes no turn from
-	// the others, but its running template moves to the new image in its own pass
-	// (moveHeldToImage), and counts as in flight while that rolls.
+	// the others, but its running template moves to the new image in its own pass (runHeld), and
+	// counts as in flight while that rolls.
 	heldChange bool
 	// rolledBack is the image a rollback of this scheduler returned from, if any.
 	rolledBack string
@@ -189,8 +190,8 @@ func (r *processObjects) movingOwners(ctx context.Context) (moving map[string]ma
 // ownerMoves tells whether a pass rolls the owner's scheduler Deployment to a new template: a
 // dedicated profile with a valid configuration whose change its preview does not hold, or a
 // Scheduler whose rollout is not refused, not being deleted. A held profile's own pass moves its
-// running template to the new image (moveHeldToImage) but takes no turn from the others: its
-// change may stay held for good.
+// running template to the new image (runHeld) but takes no turn from the others: its change may
+// stay held for good.
 func ownerMoves(obj client.Object) bool {
 	switch o := obj.(type) {
 	case *schedulingv1alpha1.SchedulerProfile:
@@ -209,25 +210,67 @@ func previewHeld(conds []metav1.Condition) bool {
 	return c != nil && (c.Reason == schedulingv1alpha1.ReasonPreviewRefused || c.Reason == schedulingv1alpha1.ReasonPreviewRunning)
 }
 
-// moveHeldToImage moves the running template of a profile whose change its preview holds to the
-// operator's scheduler image, when the wave gives it its turn: the template the live Deployment
-// runs, with only the scheduler container's image changed, so that nothing of the held change
-// rolls out and an operator upgrade leaves no scheduler behind. A template on the lease of an
+// runHeld is the pass of a profile whose change its preview holds: when the wave gives it its
+// turn, its running template moves to the operator's scheduler image, the template the live
+// Deployment runs with only the scheduler container's image changed, so that nothing of the held
+// change rolls out and an operator upgrade leaves no scheduler behind. That rollout is judged as
+// any other: one that fails is rolled back, which stops the wave. A template on the lease of an
 // operator version before the prefix stays as it is: its move is part of a rollout. It returns
-// the wave's step, which the status reports.
-func (r *processObjects) moveHeldToImage(ctx context.Context, proc *process, live *appsv1.Deployment) (upgradeStep, error) {
-	if live == nil || r.upgraded(live) || !leased(live.Spec.Template.Annotations) {
-		return upgradeStep{image: schedulerImageOf(live)}, nil
+// the live Deployment and the rollout state, with the wave's step, which the status reports.
+func (r *processObjects) runHeld(ctx context.Context, proc *process, live *appsv1.Deployment, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
+	if live == nil || !leased(live.Spec.Template.Annotations) {
+		return live, st, nil
 	}
-	defer r.lockUpgrade(live)()
-	step, err := r.upgradeStepOf(ctx, proc)
-	if err != nil || step.held != "" || step.image != r.settings.image {
-		return step, err
+	if !r.upgraded(live) {
+		defer r.lockUpgrade(live)()
+		var err error
+		if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil || st.upgrade.held != "" || st.upgrade.image != r.settings.image {
+			return live, st, err
+		}
+		d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.image))
+		stampApplied(d, live, time.Now())
+		oneLeaderStrategy(proc, d, live)
+		if err := r.applyAll(ctx, []owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
+			return live, st, err
+		}
+		if live, err = r.cachedTemplate(ctx, proc, d.Spec.Template.Annotations[AnnotationRevision]); err != nil || live == nil {
+			return live, st, err
+		}
 	}
-	d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.image))
-	stampApplied(d, live, time.Now())
-	oneLeaderStrategy(proc, d, live)
-	return step, r.applyAll(ctx, []owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)})
+	revision := live.Spec.Template.Annotations[AnnotationRevision]
+	var err error
+	if st, err = r.judgeRollout(ctx, proc, live, st); err != nil || st.failed != revision {
+		return live, st, err
+	}
+	rollback, refused, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, schedulerImageOf(live))
+	if err != nil || rollback == nil {
+		st.rollbackRefused = refused
+		return live, st, err
+	}
+	if err := r.applyAll(ctx, []owned{*rollback}); err != nil {
+		return live, st, err
+	}
+	live, err = r.liveDeployment(ctx, proc)
+	return live, st, err
+}
+
+// cacheWait bounds how long a pass of the wave waits for the cache to hold what it applied.
+const cacheWait = 2 * time.Second
+
+// cachedTemplate reads the process's Deployment from the cache once it runs the template revision
+// applied just now, or after cacheWait as it is: the next pass of the wave, once upgradeMu is
+// released, counts this scheduler in flight only if the cache shows its move.
+func (r *processObjects) cachedTemplate(ctx context.Context, proc *process, revision string) (*appsv1.Deployment, error) {
+	var live *appsv1.Deployment
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+		var err error
+		live, err = r.liveDeployment(ctx, proc)
+		return err != nil || live == nil || live.Spec.Template.Annotations[AnnotationRevision] == revision, err
+	})
+	if wait.Interrupted(err) {
+		return live, nil
+	}
+	return live, err
 }
 
 // templateOnImage is a live pod template as the operator applies it, with the scheduler

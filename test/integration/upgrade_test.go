@@ -228,15 +228,16 @@ func schedulerImageOf(d *appsv1.Deployment) string {
 }
 
 // TestUpgradeWaveMovesAHeldChange: a profile whose change Guard refused, first in name order,
-// takes no turn from the others in an operator upgrade: every other scheduler moves to the new
-// image, one at a time, and the held profile's running template (its running configuration, not
-// the refused one) moves to the new image too, while its change stays refused. On main before
+// takes no turn from the others in an operator upgrade: every scheduler moves to the new image,
+// one at a time, the held profile's running template (its running configuration, not the refused
+// one) too, while its change stays refused; an image that fails on the held profile's move is
+// rolled back there, and the Deployment marked so that the wave stops. On main before
 // held changes left the wave, the held profile took the first turn and never used it: the
 // schedulers after it stayed on the old image with UpgradeWaiting.
 func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
-	const v1, v2 = "example.com/spo:v1", "example.com/spo:v2"
+	const v1, v2, broken = "example.com/spo:v1", "example.com/spo:v2", "example.com/spo:broken"
 	start := func(image string) *framework.Operator { return k.startOnImage(t, image) }
 	prefix := uniqueName("heldwave")
 	held, names := prefix+"-a", []string{prefix + "-b", prefix + "-c"}
@@ -263,28 +264,68 @@ func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	start(v2)
+	op = start(v2)
 	deployment := held + "-scheduler"
-	testutil.Eventually(t, reconcileTimeout, "the held profile's running template on "+v2, func(ctx context.Context) error {
+	// The held profile takes no turn from the others, nor waits for one: the three move one at a
+	// time, in an order that depends on whose pass comes first.
+	all := append([]string{held}, names...)
+	settled := map[string]bool{}
+	for len(settled) < len(all) {
+		var moved string
+		testutil.Eventually(t, reconcileTimeout, "the next scheduler on "+v2, func(ctx context.Context) error {
+			var on []string
+			for _, name := range all {
+				if !settled[name] && schedulerImageOf(k.liveDeployment(t, name+"-scheduler")) == v2 {
+					on = append(on, name)
+				}
+			}
+			if len(on) != 1 {
+				return fmt.Errorf("moving now: %v, want one", on)
+			}
+			moved = on[0]
+			return nil
+		})
+		testutil.Consistently(t, time.Second, "one scheduler at a time", func(ctx context.Context) error {
+			for _, name := range all {
+				if !settled[name] && name != moved && schedulerImageOf(k.liveDeployment(t, name+"-scheduler")) == v2 {
+					return fmt.Errorf("%s moved while %s rolls out", name, moved)
+				}
+			}
+			return nil
+		})
+		k.settle(t, moved, "v2")
+		settled[moved] = true
+	}
+	if got := k.liveDeployment(t, deployment).Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != running.Status.ConfigHash {
+		t.Errorf("the held profile's Deployment runs configuration %s, not the running %s: the held change rolled out", got, running.Status.ConfigHash)
+	}
+	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// An image whose pods cannot be placed, with the held profile alone: its move is judged as
+	// any rollout and rolled back, and the Deployment is marked so that the wave stops.
+	for _, name := range names {
+		k.deleteProfileAndObjects(t, name)
+	}
+	o := operatorOptions
+	o.SchedulerImage, o.Rollout = broken, controllers.RolloutThresholds{Unschedulable: testUnschedulable}
+	framework.StartOperator(t, k.cfg, o)
+	k.waitForImage(t, deployment, broken)
+	k.createUnschedulablePod(t, k.createReplicaSet(t, k.liveDeployment(t, deployment), "broken"))
+	testutil.Eventually(t, reconcileTimeout, "the held profile's move rolled back", func(ctx context.Context) error {
 		d := &appsv1.Deployment{}
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
 			return err
 		}
-		if got := schedulerImageOf(d); got != v2 {
-			return fmt.Errorf("runs %s", got)
-		}
-		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != running.Status.ConfigHash {
-			return fmt.Errorf("runs configuration %s, not the running %s: the held change rolled out", got, running.Status.ConfigHash)
+		if got := schedulerImageOf(d); got != v2 || d.Annotations[controllers.AnnotationImageRolledBack] != broken {
+			return fmt.Errorf("runs %s, marked %q", got, d.Annotations[controllers.AnnotationImageRolledBack])
 		}
 		return nil
 	})
-	k.markDeploymentAvailable(t, deployment)
-	for i, name := range names {
-		k.waitForImages(t, names, v2, i+1)
-		testutil.Consistently(t, time.Second, "one scheduler at a time", func(ctx context.Context) error {
-			return k.imagesAre(ctx, names, v2, i+1)
-		})
-		k.settle(t, name, "v2")
+	if got := k.liveDeployment(t, deployment).Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != running.Status.ConfigHash {
+		t.Errorf("after the rollback the held profile's Deployment runs configuration %s, not the running %s", got, running.Status.ConfigHash)
 	}
 	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)
 }
@@ -295,4 +336,19 @@ func (k *cluster) startOnImage(t *testing.T, image string) *framework.Operator {
 	o := operatorOptions
 	o.SchedulerImage = image
 	return framework.StartOperator(t, k.cfg, o)
+}
+
+// waitForImage waits until the scheduler Deployment name runs image.
+func (k *cluster) waitForImage(t *testing.T, name, image string) {
+	t.Helper()
+	testutil.Eventually(t, reconcileTimeout, "Deployment "+name+" on "+image, func(ctx context.Context) error {
+		d := &appsv1.Deployment{}
+		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, d); err != nil {
+			return err
+		}
+		if got := schedulerImageOf(d); got != image {
+			return fmt.Errorf("runs %s", got)
+		}
+		return nil
+	})
 }

@@ -50,16 +50,24 @@ type RevisionOutcome struct {
 // the running one's left, and does not start when nothing is left. A simulation that reaches a
 // limit is not an error: its outcome says it stopped, and only the pods both decided are compared.
 func PreviewChange(ctx context.Context, running *Profile, next Profile, cluster *Cluster, workload *Workload, opts Options) (*Preview, error) {
+	return previewChange(ctx, running, next, cluster, workload, opts, false)
+}
+
+// previewChange is PreviewChange; with servedOnly, each revision schedules only the pods of the
+// scheduler names it serves, and the others are unschedulable in it (splitUnserved): a
+// scheduler's preview, where a pod of a name no profile serves waits. Without it, such a pod is
+// scheduled by the revision's first profile, as `manager simulate` does.
+func previewChange(ctx context.Context, running *Profile, next Profile, cluster *Cluster, workload *Workload, opts Options, servedOnly bool) (*Preview, error) {
 	left := opts.CPULimit
 	var before []PodResult
 	var beforeStopped *LimitError
 	if running != nil {
 		var err error
-		if before, beforeStopped, err = runOrStop(ctx, *running, cluster, workload, opts, &left); err != nil {
+		if before, beforeStopped, err = runOrStop(ctx, *running, cluster, workload, opts, &left, servedOnly); err != nil {
 			return nil, err
 		}
 	}
-	after, afterStopped, err := runOrStop(ctx, next, cluster, workload, opts, &left)
+	after, afterStopped, err := runOrStop(ctx, next, cluster, workload, opts, &left, servedOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -72,17 +80,19 @@ func PreviewChange(ctx context.Context, running *Profile, next Profile, cluster 
 }
 
 // runOrStop runs one simulation with the CPU time left of opts.CPULimit, and takes from left
-// what the process used meanwhile. At a limit it returns the results until then and the limit;
+// what the process used meanwhile; with servedOnly, of the pods of the names p serves. At a limit it returns the results until then and the limit;
 // a CPU time limit is reported as the whole of opts.CPULimit, which the simulations share.
-func runOrStop(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options, left *time.Duration) ([]PodResult, *LimitError, error) {
+func runOrStop(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options, left *time.Duration, servedOnly bool) ([]PodResult, *LimitError, error) {
 	budget := opts.CPULimit
 	if budget > 0 && *left <= 0 {
 		return nil, &LimitError{Limit: budget, CPU: true, Pods: len(workload.Pods)}, nil
 	}
 	opts.CPULimit = *left
-	served, unserved, err := splitUnserved(p, workload)
-	if err != nil {
-		return nil, nil, fmt.Errorf("previewing %s: %w", p.Name, err)
+	served, unserved, err := workload, []PodResult(nil), error(nil)
+	if servedOnly {
+		if served, unserved, err = splitUnserved(p, workload); err != nil {
+			return nil, nil, fmt.Errorf("previewing %s: %w", p.Name, err)
+		}
 	}
 	var results []PodResult
 	used, cpuErr := cpuUsed(budget > 0, func() { results, err = Run(ctx, p, cluster, served, opts) })

@@ -34,7 +34,7 @@ func (p *ProfilePreview) AddedUnschedulable() int {
 // counts the pods of the name it leaves. running is nil for a scheduler that runs no revision yet.
 func PreviewProfile(ctx context.Context, snapshot *Cluster, schedulerNames []string, running *Profile, next Profile, maxPods int, opts Options) (*ProfilePreview, error) {
 	cluster, workload, total := ProfileWorkload(snapshot, schedulerNames, maxPods)
-	p, err := PreviewChange(ctx, running, next, cluster, workload, opts)
+	p, err := previewChange(ctx, running, next, cluster, workload, opts, true)
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
 )
@@ -117,6 +118,10 @@ var benchmarks = []benchmark{
 }
 
 func main() {
+	// The operator's previews, in an operator process of this binary, start it as their worker.
+	if len(os.Args) > 1 && os.Args[1] == controllers.PreviewWorkerCommand {
+		os.Exit(controllers.RunPreviewWorker(os.Stdin, os.Stdout, os.Stderr))
+	}
 	var o options
 	flag.StringVar(&o.run, "run", "validate,throughput,simulate,simulate-cli,cycle,operator,preview,shared,assign,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")

@@ -54,14 +54,16 @@ const (
 	DefaultPreviewTimeout = 5 * time.Minute
 	// DefaultPreviewMemoryLimit is the memory budget of a preview's worker process: the
 	// resident memory past which the operator kills it. A preview of DefaultPreviewMaxPods pods
-	// on 1,000 nodes running 2,000 pods peaks well under it (docs/operations/performance.md).
-	DefaultPreviewMemoryLimit = 256 << 20
+	// on 1,000 nodes peaked at about 310 MiB in its worker; with 8,000 more pods of other
+	// schedulers bound to the nodes, at 490 to 510 MiB (hack/bench --run preview).
+	DefaultPreviewMemoryLimit = 512 << 20
 	// DefaultPreviewMaxObjects is how many objects of the kinds scheduling reads a preview sends
-	// its worker before it gives up. The worker holds each object several times (the snapshot, the
-	// fake apiserver, the scheduler's informers and cache), and a stripped pod or node takes a few
-	// KiB in each: a cluster past it would not fit DefaultPreviewMemoryLimit, and ends the
-	// preview at once rather than after reading the whole cluster.
-	DefaultPreviewMaxObjects = 20000
+	// its worker before it gives up: the worker holds each object several times (the snapshot,
+	// the fake apiserver, the scheduler's informers and cache), so that a cluster of more
+	// objects than the 11,000 of the measure above would not fit DefaultPreviewMemoryLimit.
+	// Past it the preview ends at once, where the memory budget would end it only after reading
+	// the whole cluster; a cluster of 5,000 nodes and 50,000 pods (a worker of 3.1 GiB) ends here.
+	DefaultPreviewMaxObjects = 10000
 )
 
 // Beginnings of status.preview.incomplete of a preview that ran out of a budget.

@@ -220,3 +220,50 @@ func previewWorkers(t *testing.T) []int {
 	}
 	return pids
 }
+
+// TestWorkerLastLine: a failed worker's preview failure is what it said last on stderr, or the
+// line of its panic rather than the last frame of the stack trace that follows.
+func TestWorkerLastLine(t *testing.T) {
+	tests := []struct {
+		name, stderr, want string
+	}{
+		{name: "an error", stderr: "reading the preview's request and snapshot: object 3: bad\n", want: "reading the preview's request and snapshot: object 3: bad"},
+		{name: "a panic", stderr: "panic: runtime error: index out of range\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:10 +0x1d\nexit status 2\n", want: "panic: runtime error: index out of range"},
+		{name: "out of memory", stderr: "fatal error: runtime: out of memory\n\nruntime stack:\n", want: "fatal error: runtime: out of memory"},
+		{name: "nothing", stderr: "", want: "it wrote nothing on stderr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w tailWriter
+			if _, err := w.Write([]byte(strings.Repeat("noise\n", tailBytes/6+10) + tt.stderr)); err != nil {
+				t.Fatal(err)
+			}
+			if tt.stderr == "" {
+				w = tailWriter{}
+			}
+			if diff := cmp.Diff(tt.want, w.lastLine()); diff != "" {
+				t.Errorf("lastLine (-want +got):\n%s", diff)
+			}
+			if len(w.buf) > tailBytes {
+				t.Errorf("the tail keeps %d bytes, more than %d", len(w.buf), tailBytes)
+			}
+		})
+	}
+}
+
+// TestPreviewWorkerCrash: a worker that crashes makes a failed preview that says why, in the
+// words of its panic, and the operator's process (this test's) goes on. On main a panic of the
+// simulation was the operator's own.
+func TestPreviewWorkerCrash(t *testing.T) {
+	t.Setenv(crashWorkerEnv, "1")
+	req := workerRequest(t)
+	pv := newPreviewer(fake.NewClientset(workerCluster(req.schedulerNames[0])...), PreviewOptions{})
+	o, keep := pv.run(context.Background(), req)
+	if !keep || o.decided {
+		t.Fatalf("kept %t, decided %t: want a kept, undecided preview", keep, o.decided)
+	}
+	const want = "the preview's worker process failed (exit status 2): panic: the preview worker crashed on purpose"
+	if diff := cmp.Diff(want, o.status.Failure); diff != "" {
+		t.Errorf("status.preview.failure (-want +got):\n%s", diff)
+	}
+}

@@ -30,9 +30,9 @@
 //     DefaultPreemption with its three chances fixed (preemption.go).
 //
 // A CPU time limit is a budget, not a measure of the simulation: it counts the CPU time of the
-// whole process while the simulation runs (getrusage), which in the operator includes its
-// reconcilers, its webhook and anything else it does meanwhile. Per-thread time would miss the
-// work the scheduler does on its other goroutines. Unlike wall-clock time, it does not grow while
+// whole process while the simulation runs (getrusage). The operator runs its previews in a worker
+// process of their own (controllers/preview_worker.go), where that is the simulations' alone.
+// Per-thread time would miss the work the scheduler does on its other goroutines. Unlike wall-clock time, it does not grow while
 // the process waits for a core, so a busy machine does not make a simulation stop earlier.
 //
 // Extenders are not called: they are services of the cluster, and a simulation writes nothing

@@ -118,7 +118,7 @@ func TestManagerOptions(t *testing.T) {
 			name:    "preview without memory",
 			args:    []string{"--preview-memory-limit=0"},
 			env:     env,
-			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 1m0s, 0 and 20000",
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 1m0s, 0 and 10000",
 		},
 		{
 			name:    "preview memory not a quantity",
@@ -130,19 +130,19 @@ func TestManagerOptions(t *testing.T) {
 			name:    "preview without objects",
 			args:    []string{"--preview-max-objects=0"},
 			env:     env,
-			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 1m0s, 256Mi and 0",
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 1m0s, 512Mi and 0",
 		},
 		{
 			name:    "preview without pods",
 			args:    []string{"--preview-max-pods=0"},
 			env:     env,
-			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 0, 5m0s, 1m0s, 256Mi and 20000",
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 0, 5m0s, 1m0s, 512Mi and 10000",
 		},
 		{
 			name:    "preview without CPU time",
 			args:    []string{"--preview-cpu-limit=0s"},
 			env:     env,
-			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 0s, 256Mi and 20000",
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 0s, 512Mi and 10000",
 		},
 		{
 			name:    "preview CPU time not a duration",

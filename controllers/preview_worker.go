@@ -58,7 +58,7 @@ type previewWorkerRequest struct {
 	MaxPods        int               `json:"maxPods"`
 	CPULimit       time.Duration     `json:"cpuLimit"`
 	// Deadline is when the preview's time budget ends: each simulation may take half of what is
-	// left of it when the snapshot has arrived.
+	// left of it when the snapshot has arrived. Zero is none.
 	Deadline time.Time `json:"deadline"`
 	// MemoryLimit is the preview's memory budget in bytes, of which the worker's garbage
 	// collector aims at workerGoMemLimit; 0 is none.
@@ -90,20 +90,29 @@ func RunPreviewWorker(stdin io.Reader, stdout, stderr io.Writer) int {
 	// the operator's reason when it fails.
 	klog.SetLogger(logr.Discard())
 	in := bufio.NewReaderSize(stdin, 1<<20)
-	req, cluster, err := readPreviewWorkerInput(in)
+	req, err := readPreviewWorkerRequest(in)
 	if err != nil {
-		fmt.Fprintf(stderr, "reading the preview's request and snapshot: %v\n", err)
+		fmt.Fprintf(stderr, "reading the preview's request: %v\n", err)
 		return 1
 	}
-	// This process only simulates: the garbage collector's setting and memory limit are its own.
+	// This process only simulates: the garbage collector's setting and memory limit are its own,
+	// set before the snapshot comes in.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(simulate.GCPercent)
 	}
 	if req.MemoryLimit > 0 {
 		debug.SetMemoryLimit(int64(float64(req.MemoryLimit) * workerGoMemLimit))
 	}
+	cluster, err := readSnapshot(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "reading the preview's snapshot: %v\n", err)
+		return 1
+	}
 	ctx := context.Background()
-	limit := max(time.Until(req.Deadline)/2, time.Millisecond)
+	var limit time.Duration // none: simulate.DefaultLimit
+	if !req.Deadline.IsZero() {
+		limit = max(time.Until(req.Deadline)/2, time.Millisecond)
+	}
 	res, err := simulate.PreviewProfile(ctx, cluster, req.SchedulerNames, req.Running, req.Next, req.MaxPods,
 		simulate.Options{Limit: limit, CPULimit: req.CPULimit})
 	out := previewWorkerResult{Preview: res}
@@ -118,16 +127,21 @@ func RunPreviewWorker(stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// readPreviewWorkerInput reads the request, then the snapshot's objects, one a line.
-func readPreviewWorkerInput(in *bufio.Reader) (*previewWorkerRequest, *simulate.Cluster, error) {
+// readPreviewWorkerRequest reads the request, the first line.
+func readPreviewWorkerRequest(in *bufio.Reader) (*previewWorkerRequest, error) {
 	line, err := in.ReadBytes('\n')
 	if err != nil {
-		return nil, nil, fmt.Errorf("the request: %w", err)
+		return nil, err
 	}
 	req := &previewWorkerRequest{}
 	if err := json.Unmarshal(line, req); err != nil {
-		return nil, nil, fmt.Errorf("the request: %w", err)
+		return nil, err
 	}
+	return req, nil
+}
+
+// readSnapshot reads the snapshot's objects, one a line, until the end of the input.
+func readSnapshot(in *bufio.Reader) (*simulate.Cluster, error) {
 	decoder := scheme.Codecs.UniversalDeserializer()
 	cluster := &simulate.Cluster{}
 	for n := 1; ; n++ {
@@ -135,15 +149,15 @@ func readPreviewWorkerInput(in *bufio.Reader) (*previewWorkerRequest, *simulate.
 		if len(bytes.TrimSpace(line)) > 0 {
 			obj, _, derr := decoder.Decode(line, nil, nil)
 			if derr != nil {
-				return nil, nil, fmt.Errorf("object %d: %w", n, derr)
+				return nil, fmt.Errorf("object %d: %w", n, derr)
 			}
 			cluster.Objects = append(cluster.Objects, obj)
 		}
 		if errors.Is(err, io.EOF) {
-			return req, cluster, nil
+			return cluster, nil
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 }

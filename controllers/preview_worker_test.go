@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,8 +158,9 @@ func TestPreviewWorkerCancelled(t *testing.T) {
 	req := workerRequest(t)
 	client := fake.NewClientset(workerCluster(req.schedulerNames[0])...)
 	listing, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	client.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
-		close(listing)
+		once.Do(func() { close(listing) })
 		<-release
 		return false, nil, nil
 	})
@@ -265,5 +267,26 @@ func TestPreviewWorkerCrash(t *testing.T) {
 	const want = "the preview's worker process failed (exit status 2): panic: the preview worker crashed on purpose"
 	if diff := cmp.Diff(want, o.status.Failure); diff != "" {
 		t.Errorf("status.preview.failure (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunPreviewWorkerBadInput: a worker that cannot read its input says why on stderr, which
+// the operator reports as the failed preview's reason, and exits 1 without a result.
+func TestRunPreviewWorkerBadInput(t *testing.T) {
+	tests := []struct {
+		name, stdin, wantStderr string
+	}{
+		{name: "no request", stdin: "", wantStderr: "reading the preview's request: EOF\n"},
+		{name: "a request that is no JSON", stdin: "request\n", wantStderr: "reading the preview's request: invalid character 'r' looking for beginning of value\n"},
+		{name: "an object of no kind", stdin: "{}\n{\"apiVersion\":\"v1\",\"kind\":\"Nothing\"}\n", wantStderr: "reading the preview's snapshot: object 1: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			code := RunPreviewWorker(strings.NewReader(tt.stdin), &stdout, &stderr)
+			if code != 1 || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), tt.wantStderr) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, and stderr beginning %q", code, stdout.String(), stderr.String(), tt.wantStderr)
+			}
+		})
 	}
 }

@@ -20,7 +20,7 @@ func peakResidentMemory(ps *os.ProcessState) int64 {
 		return 0
 	}
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return int64(ru.Maxrss) << 10
+		return int64(ru.Maxrss) << 10 //nolint:unconvert // int32 on 32-bit Linux
 	}
 	return 0
 }

@@ -41,16 +41,16 @@ const (
 	// queue order. 2,000 pods on 1,000 nodes take seconds of one core per configuration.
 	DefaultPreviewMaxPods = 2000
 	// DefaultPreviewCPULimit is the CPU time that the two simulations of one preview may use
-	// together, counted on the preview's worker process (preview_worker.go). Both configurations of a preview of
-	// DefaultPreviewMaxPods pods on 1,000 nodes running 3,000 other pods took 8 to 13 s of CPU
-	// time (plain Deployments, or with spread constraints and anti-affinity): a minute leaves five
-	// times that for bigger clusters and costlier plugins.
+	// together, counted on the preview's worker process (preview_worker.go). Both
+	// configurations of a preview of DefaultPreviewMaxPods pods on 1,000 nodes running 3,000
+	// other pods took 8 to 13 s of CPU time (plain Deployments, or with spread constraints and
+	// anti-affinity): a minute leaves five times that for bigger clusters and costlier plugins.
 	DefaultPreviewCPULimit = time.Minute
 	// DefaultPreviewTimeout is how long one preview, the read of the cluster and both
 	// simulations, may take before it is given up. It is a safety bound, for a simulation that
 	// waits on what never comes and so uses no CPU time: a simulation runs on about one core,
-	// so a preview that spends its whole CPU time budget reaches this first only when the
-	// operator gets less than a fifth of a core.
+	// so a preview that spends its whole CPU time budget reaches this first only when its
+	// worker gets less than a fifth of a core.
 	DefaultPreviewTimeout = 5 * time.Minute
 	// DefaultPreviewMemoryLimit is the memory budget of a preview's worker process: the
 	// resident memory past which the operator kills it. A preview of DefaultPreviewMaxPods pods

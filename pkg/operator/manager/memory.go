@@ -16,9 +16,6 @@ import (
 // under its container's memory limit less what its preview worker may take, so that the two
 // together stay in the container.
 
-// cgroupMemoryFiles are where a container's memory limit is read: cgroup v2, then v1.
-var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
-
 // noCgroupLimit is the least value of a cgroup v1 memory limit that means none: v1 writes the
 // largest page-aligned int64 for an unset limit.
 const noCgroupLimit = 1 << 62
@@ -47,7 +44,8 @@ func setMemoryLimit(previewBudget int64) int64 {
 
 // cgroupMemoryLimit reads the container's memory limit, in bytes, with read; 0 for none.
 func cgroupMemoryLimit(read func(string) ([]byte, error)) (int64, error) {
-	for _, file := range cgroupMemoryFiles {
+	// cgroup v2, then v1.
+	for _, file := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		data, err := read(file)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue

@@ -152,7 +152,8 @@ func TestPreviewWorkerBudgets(t *testing.T) {
 }
 
 // TestPreviewWorkerCancelled: a preview cancelled while it streams the snapshot (a newer change,
-// the operator's stop) kills its worker, which is gone once run returns. On main the preview had
+// the operator's stop) kills its worker, which is gone once run returns; while it ran, its
+// oom_score_adj was 1000. On main the preview had
 // no worker to find, and this test fails at finding it.
 func TestPreviewWorkerCancelled(t *testing.T) {
 	req := workerRequest(t)
@@ -179,6 +180,10 @@ func TestPreviewWorkerCancelled(t *testing.T) {
 	pids := previewWorkers(t)
 	if len(pids) != 1 {
 		t.Fatalf("preview workers of this process: %v, want one", pids)
+	}
+	// The kernel's OOM killer takes the worker before the operator.
+	if adj, err := os.ReadFile("/proc/" + strconv.Itoa(pids[0]) + "/oom_score_adj"); err != nil || strings.TrimSpace(string(adj)) != "1000" {
+		t.Errorf("the worker's oom_score_adj is %q (%v), want 1000", adj, err)
 	}
 	cancel(errSuperseded)
 	close(release)

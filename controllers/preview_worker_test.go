@@ -295,3 +295,34 @@ func TestRunPreviewWorkerBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestPreviewWorkerHoldsNoGateLock: a preview of a configuration with feature gates completes
+// while the operator's process holds its process-wide feature gate for writing, as the
+// validation of a profile with feature gates does: the worker sets the gates in its own process.
+// On main the preview's simulations took that lock in the operator's process, so that this
+// preview waited for the validation (the test fails at its timeout), and every validation waited
+// for a running preview.
+func TestPreviewWorkerHoldsNoGateLock(t *testing.T) {
+	req := workerRequest(t)
+	req.next.FeatureGates = map[string]bool{"GenericWorkload": true}
+	pv := newPreviewer(fake.NewClientset(workerCluster(req.schedulerNames[0])...), PreviewOptions{})
+	var o *previewOutcome
+	err := profile.WithGates(map[string]bool{"GenericWorkload": false}, func() {
+		done := make(chan *previewOutcome, 1)
+		go func() {
+			out, _ := pv.run(context.Background(), req)
+			done <- out
+		}()
+		select {
+		case o = <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("the preview did not end while this process held the feature gate lock")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o != nil && (!o.decided || o.status.Failure != "") {
+		t.Errorf("the preview with feature gates: decided %t, failure %q, incomplete %q; want it decided", o.decided, o.status.Failure, o.status.Incomplete)
+	}
+}

@@ -26,7 +26,8 @@ import (
 // Run runs the manager, with os.Args, validating profiles against kube-scheduler's in-tree
 // plugins and plugins, and returns its exit code. Give it the same plugins as the scheduler's
 // Run: the image that holds both binaries runs what the manager accepted. Its subcommands are
-// `render`, `plugins`, `snapshot` and `simulate`; without one it runs the operator.
+// `render`, `plugins`, `snapshot` and `simulate`; without one it runs the operator. The hidden
+// `preview-worker` is the operator's own: each preview runs in a child process of it.
 func Run(plugins ...operator.Plugin) int {
 	if err := registry.Use(plugins); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)

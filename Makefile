@@ -301,7 +301,7 @@ bench-operator: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator with 100
 	$(BENCH) --run operator --out .cache/bench/operator.txt
 
 .PHONY: bench-preview
-bench-preview: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator's preview of a profile's change, 2000 pods on 1000 nodes: time until status.preview shows it, the operator's memory over idle.
+bench-preview: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd ## The operator's preview of a profile's change, 2000 pods on 1000 nodes: time until status.preview shows it, the operator's memory over idle, its preview worker's peak memory.
 	$(BENCH) --run preview --out .cache/bench/preview.txt
 
 .PHONY: bench-preview-large

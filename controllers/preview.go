@@ -41,29 +41,47 @@ const (
 	// queue order. 2,000 pods on 1,000 nodes take seconds of one core per configuration.
 	DefaultPreviewMaxPods = 2000
 	// DefaultPreviewCPULimit is the CPU time that the two simulations of one preview may use
-	// together, counted on the whole operator process. Both configurations of a preview of
-	// DefaultPreviewMaxPods pods on 1,000 nodes running 3,000 other pods took 8 to 13 s of CPU
-	// time (plain Deployments, or with spread constraints and anti-affinity): a minute leaves five
-	// times that for bigger clusters and costlier plugins.
+	// together, counted on the preview's worker process (preview_worker.go). Both
+	// configurations of a preview of DefaultPreviewMaxPods pods on 1,000 nodes running 3,000
+	// other pods took 8 to 13 s of CPU time (plain Deployments, or with spread constraints and
+	// anti-affinity): a minute leaves five times that for bigger clusters and costlier plugins.
 	DefaultPreviewCPULimit = time.Minute
 	// DefaultPreviewTimeout is how long one preview, the read of the cluster and both
 	// simulations, may take before it is given up. It is a safety bound, for a simulation that
 	// waits on what never comes and so uses no CPU time: a simulation runs on about one core,
-	// so a preview that spends its whole CPU time budget reaches this first only when the
-	// operator gets less than a fifth of a core.
+	// so a preview that spends its whole CPU time budget reaches this first only when its
+	// worker gets less than a fifth of a core.
 	DefaultPreviewTimeout = 5 * time.Minute
+	// DefaultPreviewMemoryLimit is the memory budget of a preview's worker process: the
+	// resident memory past which the operator kills it. A preview of DefaultPreviewMaxPods pods
+	// on 1,000 nodes peaked at about 310 MiB in its worker; with 8,000 more pods of other
+	// schedulers bound to the nodes, at 490 to 510 MiB (hack/bench --run preview).
+	DefaultPreviewMemoryLimit = 512 << 20
+	// DefaultPreviewMaxObjects is how many objects of the kinds scheduling reads a preview sends
+	// its worker before it gives up: the worker holds each object several times (the snapshot,
+	// the fake apiserver, the scheduler's informers and cache), so that a cluster of more
+	// objects than the 11,000 of the measure above would not fit DefaultPreviewMemoryLimit.
+	// Past it the preview ends at once, where the memory budget would end it only after reading
+	// the whole cluster; a cluster of 5,000 nodes and 50,000 pods (a worker of 3.1 GiB) ends here.
+	DefaultPreviewMaxObjects = 10000
 )
 
 // Beginnings of status.preview.incomplete of a preview that ran out of a budget.
 const (
 	outOfTime = "the preview ran out of its time budget"
 	outOfCPU  = "the preview ran out of its CPU time budget"
+	// outOfMemory and outOfObjects are the budgets of the preview's worker process.
+	outOfMemory  = "the preview ran out of its memory budget"
+	outOfObjects = "the preview ran out of its object budget"
 )
 
 // Flags of the budgets of a preview, which a refusal for want of either names.
 const (
 	timeoutFlag  = "--preview-timeout"
 	cpuLimitFlag = "--preview-cpu-limit"
+	// memoryLimitFlag and maxObjectsFlag bound the preview's worker process.
+	memoryLimitFlag = "--preview-memory-limit"
+	maxObjectsFlag  = "--preview-max-objects"
 )
 
 // maxPreviewPods is how many newly unschedulable pods status.preview and a refusal name.
@@ -79,11 +97,17 @@ type PreviewOptions struct {
 	// Timeout is a preview's time budget (DefaultPreviewTimeout).
 	Timeout time.Duration
 	// CPULimit is the CPU time budget of a preview's two simulations together
-	// (DefaultPreviewCPULimit).
+	// (DefaultPreviewCPULimit), counted on the preview's worker process.
 	CPULimit time.Duration
 	// RefreshInterval is how soon a preview that holds a change is run again after the cluster
 	// changed (DefaultPreviewRefreshInterval); without a change seen, after ten intervals.
 	RefreshInterval time.Duration
+	// MemoryLimit is the memory budget of a preview's worker process, in bytes
+	// (DefaultPreviewMemoryLimit).
+	MemoryLimit int64
+	// MaxObjects caps the objects a preview reads of the cluster and sends its worker
+	// (DefaultPreviewMaxObjects).
+	MaxObjects int
 }
 
 func (o PreviewOptions) withDefaults() PreviewOptions {
@@ -98,6 +122,12 @@ func (o PreviewOptions) withDefaults() PreviewOptions {
 	}
 	if o.RefreshInterval <= 0 {
 		o.RefreshInterval = DefaultPreviewRefreshInterval
+	}
+	if o.MemoryLimit <= 0 {
+		o.MemoryLimit = DefaultPreviewMemoryLimit
+	}
+	if o.MaxObjects <= 0 {
+		o.MaxObjects = DefaultPreviewMaxObjects
 	}
 	return o
 }
@@ -409,23 +439,15 @@ func schedulerEvent(name string) event.GenericEvent {
 	return event.GenericEvent{Object: &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: name}}}
 }
 
-// run reads the cluster and previews the change within the time budget, and its simulations
-// within the CPU time budget. keep is false when a newer change, or the operator's stop,
+// run previews the change in a worker process (runWorker), which reads the cluster and
+// simulates within the time budget, its simulations within the CPU time budget, and within the
+// memory and object budgets. keep is false when a newer change, or the operator's stop,
 // cancelled it.
 func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutcome, bool) {
 	start := time.Now()
 	budget, cancel := context.WithTimeoutCause(ctx, pv.opts.Timeout, context.DeadlineExceeded)
 	defer cancel()
-	var res *simulate.ProfilePreview
-	cluster, err := simulate.LiveCluster(budget, pv.client)
-	if err == nil {
-		// Each simulation may take half of what is left; one that reaches it reports what it
-		// decided until then.
-		deadline, _ := budget.Deadline()
-		limit := max(time.Until(deadline)/2, time.Millisecond)
-		res, err = simulate.PreviewProfile(budget, cluster, req.schedulerNames, req.running, req.next, pv.opts.MaxPods,
-			simulate.Options{Limit: limit, CPULimit: pv.opts.CPULimit})
-	}
+	res, err := pv.runWorker(budget, req)
 	if ctx.Err() != nil {
 		return nil, false
 	}
@@ -445,10 +467,14 @@ func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, 
 		StartTime:            metav1.NewTime(start.Truncate(time.Second)),
 		DurationMilliseconds: took.Milliseconds(),
 	}}
+	var spent *previewBudgetError
 	switch {
 	case timedOut:
 		o.status.Incomplete = fmt.Sprintf("%s of %s (%s); nothing was decided", outOfTime, opts.Timeout, timeoutFlag)
 		o.spent = timeoutFlag
+		return o
+	case errors.As(err, &spent):
+		o.status.Incomplete, o.spent = bounded(spent.incomplete, 1024), spent.flag
 		return o
 	case err != nil:
 		o.status.Failure = bounded(err.Error(), maxRolloutFailure)
@@ -490,7 +516,12 @@ func budgetSpent(stopped simulate.RevisionOutcome, opts PreviewOptions) (incompl
 
 // ranOut tells whether a preview's status.preview.incomplete says that a budget ran out.
 func ranOut(incomplete string) bool {
-	return strings.HasPrefix(incomplete, outOfTime) || strings.HasPrefix(incomplete, outOfCPU)
+	for _, prefix := range []string{outOfTime, outOfCPU, outOfMemory, outOfObjects} {
+		if strings.HasPrefix(incomplete, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // previewGate is what the preview of a change says of its rollout: held when reason is set.

@@ -101,6 +101,18 @@ func TestNewPreviewOutcomeUndecided(t *testing.T) {
 			wantSummary:    "The preview of configuration bbb is incomplete: the preview ran out of its CPU time budget of 1m0s (--preview-cpu-limit)",
 		},
 		{
+			name: "the worker past --preview-memory-limit", wantSpent: memoryLimitFlag,
+			err:            &previewBudgetError{flag: memoryLimitFlag, incomplete: outOfMemory + " of 512Mi (--preview-memory-limit); nothing was decided"},
+			wantIncomplete: "the preview ran out of its memory budget of 512Mi (--preview-memory-limit); nothing was decided",
+			wantSummary:    "The preview of configuration bbb is incomplete: the preview ran out of its memory budget of 512Mi (--preview-memory-limit)",
+		},
+		{
+			name: "a cluster past --preview-max-objects", wantSpent: maxObjectsFlag,
+			err:            &previewBudgetError{flag: maxObjectsFlag, incomplete: outOfObjects + " of 10000 objects (--preview-max-objects): the cluster has more of the kinds scheduling reads; nothing was decided"},
+			wantIncomplete: "the preview ran out of its object budget of 10000 objects (--preview-max-objects): the cluster has more of the kinds scheduling reads; nothing was decided",
+			wantSummary:    "The preview of configuration bbb is incomplete: the preview ran out of its object budget of 10000 objects",
+		},
+		{
 			name: "failed", err: errors.New("listing Nodes: forbidden"),
 			wantFailure: "listing Nodes: forbidden", wantSummary: "The preview of configuration bbb failed: listing Nodes: forbidden",
 		},

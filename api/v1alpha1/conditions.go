@@ -95,10 +95,10 @@ const (
 	ReasonPreviewRunning = "PreviewRunning"
 	// ReasonPreviewRefused means spec.rollout.preview.mode is Guard and the change's preview
 	// left more of the profile's pods unschedulable than the running configuration does, by
-	// more than maxNewlyUnschedulable (or ran out of its CPU time or time budget, or failed):
-	// the change is not rolled out and the running scheduler keeps running. The message names a
-	// few of the pods with the scheduler's reason, or the budget and its flag; changing the
-	// spec, or the mode, decides again.
+	// more than maxNewlyUnschedulable (or ran out of its object, memory, CPU time or time
+	// budget, or failed): the change is not rolled out and the running scheduler keeps running.
+	// The message names a few of the pods with the scheduler's reason, or the budget and its
+	// flag; changing the spec, or the mode, decides again.
 	ReasonPreviewRefused = "PreviewRefused"
 )
 

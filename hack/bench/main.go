@@ -55,6 +55,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/stats"
 )
@@ -95,6 +96,8 @@ type options struct {
 	// writes a CPU profile of its operator's process.
 	previewNodes, previewPods int
 	previewCPUProfile         string
+	// previewOtherPods are pods of other schedulers on the preview's cluster, bound to its nodes.
+	previewOtherPods int
 	// manager is the binary simulate-cli runs; the others size its snapshot and its runs.
 	manager                                              string
 	simulateCLINodes, simulateCLIPods, simulateCLIRounds int
@@ -121,6 +124,10 @@ var benchmarks = []benchmark{
 }
 
 func main() {
+	// The operator's previews, in an operator process of this binary, start it as their worker.
+	if len(os.Args) > 1 && os.Args[1] == controllers.PreviewWorkerCommand {
+		os.Exit(controllers.RunPreviewWorker(os.Stdin, os.Stdout, os.Stderr))
+	}
 	var o options
 	flag.StringVar(&o.run, "run", "validate,throughput,simulate,simulate-cli,cycle,operator,preview,preview-large,shared,assign,memory", "the benchmarks to run, comma-separated")
 	flag.StringVar(&o.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd and kube-apiserver (default $KUBEBUILDER_ASSETS)")
@@ -156,6 +163,7 @@ func main() {
 	flag.StringVar(&o.operatorProcess, "operator-process", "", "internal: run the operator of assign or preview in this process, as the JSON file this names says")
 	flag.IntVar(&o.previewNodes, "preview-nodes", 1000, "preview: fake nodes of the cluster the operator previews a change on")
 	flag.IntVar(&o.previewPods, "preview-pods", 2000, "preview: pods of the profile's scheduler name, three in four bound to the nodes, the others pending")
+	flag.IntVar(&o.previewOtherPods, "preview-other-pods", 0, "preview: pods of default-scheduler bound to the nodes, each with a 1 KiB annotation and 10 environment variables: the rest of a large cluster, which a preview reads and does not simulate")
 	flag.StringVar(&o.previewCPUProfile, "preview-cpuprofile", "", "preview: write a CPU profile of the operator's process, over all its rounds, to <this>-operator.pprof")
 	flag.StringVar(&o.manager, "manager", "bin/manager", "simulate-cli: the operator's binary, whose simulate command it runs")
 	flag.IntVar(&o.simulateCLINodes, "simulate-cli-nodes", 5000, "simulate-cli: nodes of the snapshot")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +47,13 @@ type previewResult struct {
 	// Before is the operator's VmRSS before the change, and Peak its VmHWM from the change
 	// until the preview showed (reset before the change).
 	Before, Peak int64
+	// WorkerPeak is the largest VmHWM of the operator's preview worker processes (its children)
+	// read every workerPoll from the change until the preview showed.
+	WorkerPeak int64
 }
+
+// workerPoll is how often the benchmark reads the memory of the operator's preview workers.
+const workerPoll = 20 * time.Millisecond
 
 // benchPreview measures the operator's preview of a dedicated profile's change
 // (spec.rollout.preview in Report mode): the operator in a process of its own on an envtest
@@ -80,8 +87,8 @@ func benchPreview(ctx context.Context, o options) ([]stats.Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("round %d: %w", round+1, err)
 		}
-		fmt.Printf("Round %d/%d  preview of %d pods on %d nodes shown in %.2f s (durationMilliseconds %d), operator CPU %.2f s, VmRSS before %.1f MiB, VmHWM %.1f MiB (%.1f MiB over idle)\n",
-			round+1, o.rounds, o.previewPods, o.previewNodes, r.Wall.Seconds(), r.Duration.Milliseconds(), r.CPU.Seconds(), cluster.MiB(r.Before), cluster.MiB(r.Peak), cluster.MiB(r.Peak-idle.RSS))
+		fmt.Printf("Round %d/%d  preview of %d pods on %d nodes shown in %.2f s (durationMilliseconds %d), operator CPU %.2f s, VmRSS before %.1f MiB, VmHWM %.1f MiB (%.1f MiB over idle), preview worker VmHWM %.1f MiB\n",
+			round+1, o.rounds, o.previewPods, o.previewNodes, r.Wall.Seconds(), r.Duration.Milliseconds(), r.CPU.Seconds(), cluster.MiB(r.Before), cluster.MiB(r.Peak), cluster.MiB(r.Peak-idle.RSS), cluster.MiB(r.WorkerPeak))
 		results = append(results, r)
 	}
 	return previewRows(o, idle.RSS, results), nil
@@ -127,7 +134,8 @@ func previewProfile(w int32) *v1alpha1.SchedulerProfile {
 
 // createPreviewCluster creates o.previewNodes nodes and o.previewPods pods of schedulerName:
 // three in four bound to the nodes, the others pending. A preview places both kinds anew. dress,
-// when set, adds to each pod what scheduling does not read.
+// when set, adds to each pod what scheduling does not read. The o.previewOtherPods pods of other
+// schedulers, bound and dressed so (heavyPod), are the rest of the cluster.
 func createPreviewCluster(ctx context.Context, c *cluster.Cluster, o options, schedulerName string, dress func(*corev1.Pod)) error {
 	setup := time.Now()
 	if err := c.CreateNodes(ctx, o.previewNodes); err != nil {
@@ -147,7 +155,16 @@ func createPreviewCluster(ctx context.Context, c *cluster.Cluster, o options, sc
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Created %d nodes and %d pods of %s in %s\n", o.previewNodes, o.previewPods, schedulerName, time.Since(setup).Round(time.Second))
+	err = c.CreatePods(ctx, o.previewOtherPods, func(i int) *corev1.Pod {
+		pod := cluster.Pod(fmt.Sprintf("other-%06d", i), fmt.Sprintf("other-%d", i%100))
+		pod.Spec.NodeName = cluster.NodeName(i % o.previewNodes)
+		heavyPod(pod)
+		return pod
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Created %d nodes, %d pods of %s and %d of other schedulers in %s\n", o.previewNodes, o.previewPods, schedulerName, o.previewOtherPods, time.Since(setup).Round(time.Second))
 	return nil
 }
 
@@ -179,6 +196,7 @@ func previewChange(ctx context.Context, admin client.Client, o options, pid int,
 		return r, err
 	}
 	start := time.Now()
+	workers := watchWorkers(ctx, pid)
 	changed := before.DeepCopy()
 	changed.Spec = previewProfile(w).Spec
 	if err := admin.Patch(ctx, changed, client.MergeFrom(before)); err != nil {
@@ -195,6 +213,7 @@ func previewChange(ctx context.Context, admin client.Client, o options, pid int,
 		return r, fmt.Errorf("waiting for the preview of the change in status.preview: %w", err)
 	}
 	r.Wall = time.Since(start)
+	r.WorkerPeak = workers()
 	cpu, err := localcluster.CPUTime(pid)
 	if err != nil {
 		return r, err
@@ -205,13 +224,58 @@ func previewChange(ctx context.Context, admin client.Client, o options, pid int,
 	r.CPU, r.Peak = cpu-cpu0, mem.HWM
 	pv := p.Status.Preview
 	r.Duration = time.Duration(pv.DurationMilliseconds) * time.Millisecond
-	if pv.Failure != "" || pv.Incomplete != "" || int(pv.Pods) != o.previewPods || pv.From.ConfigHash != before.Status.ConfigHash {
-		return r, fmt.Errorf("want a complete preview of %d pods from configuration %s, got %+v", o.previewPods, before.Status.ConfigHash, pv)
+	// More pods than --preview-max-pods make a preview of the first of them, which says so.
+	wantPods := min(o.previewPods, controllers.DefaultPreviewMaxPods)
+	capped := wantPods < o.previewPods && strings.Contains(pv.Incomplete, "--preview-max-pods")
+	if pv.Failure != "" || (pv.Incomplete != "" && !capped) || int(pv.Pods) != wantPods || pv.From.ConfigHash != before.Status.ConfigHash {
+		return r, fmt.Errorf("want a complete preview of %d pods from configuration %s, got %+v", wantPods, before.Status.ConfigHash, pv)
 	}
 	if _, err := waitAvailable(ctx, admin, previewProfileName); err != nil {
 		return r, err
 	}
 	return r, sleep(ctx, quiet)
+}
+
+// watchWorkers reads the VmHWM of the children of pid, the operator's preview workers, every
+// workerPoll until the function it returns is called, which returns the largest.
+func watchWorkers(ctx context.Context, pid int) func() int64 {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan int64)
+	go func() {
+		var peak int64
+		ticker := time.NewTicker(workerPoll)
+		defer ticker.Stop()
+		for {
+			for _, child := range children(pid) {
+				if mem, err := cluster.ReadMemory(child); err == nil {
+					peak = max(peak, mem.HWM)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				done <- peak
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return func() int64 {
+		cancel()
+		return <-done
+	}
+}
+
+// children are the pids of the children of pid, from /proc/<pid>/task/*/children.
+func children(pid int) []string {
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err == nil {
+			out = append(out, strings.Fields(string(data))...)
+		}
+	}
+	return out
 }
 
 // resetPeakMemory resets the VmHWM of pid to its VmRSS now.
@@ -238,6 +302,7 @@ func previewRows(o options, idle int64, results []previewResult) []stats.Row {
 	cpu := stats.Each(results, func(r previewResult) float64 { return r.CPU.Seconds() })
 	over := stats.Each(results, func(r previewResult) float64 { return cluster.MiB(r.Peak - idle) })
 	before := stats.Each(results, func(r previewResult) float64 { return cluster.MiB(r.Before) })
+	worker := stats.Each(results, func(r previewResult) float64 { return cluster.MiB(r.WorkerPeak) })
 	const name = "preview"
 	shown := stats.Row{Benchmark: name, Measure: fmt.Sprintf("a profile's change, %d pods on %d nodes: in status.preview", o.previewPods, o.previewNodes),
 		Value: stats.Summarize(wall), Unit: "s", Decimals: 2}
@@ -252,5 +317,7 @@ func previewRows(o options, idle int64, results []previewResult) []stats.Row {
 		{Benchmark: name, Measure: "  operator CPU until then", Value: stats.Summarize(cpu), Unit: "s", Decimals: 2,
 			Note: "user+system of the operator's process; rounds: " + stats.Format(2, cpu)},
 		memory,
+		{Benchmark: name, Measure: "  preview worker's peak resident memory", Value: stats.Summarize(worker), Unit: "MiB", Decimals: 1,
+			Note: fmt.Sprintf("VmHWM of the operator's child process that runs the simulations, read every %s; budget %.0f MiB (--preview-memory-limit); rounds: %s", workerPoll, cluster.MiB(int64(controllers.DefaultPreviewMemoryLimit)), stats.Format(1, worker))},
 	}
 }

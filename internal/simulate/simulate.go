@@ -30,9 +30,9 @@
 //     DefaultPreemption with its three chances fixed (preemption.go).
 //
 // A CPU time limit is a budget, not a measure of the simulation: it counts the CPU time of the
-// whole process while the simulation runs (getrusage), which in the operator includes its
-// reconcilers, its webhook and anything else it does meanwhile. Per-thread time would miss the
-// work the scheduler does on its other goroutines. Unlike wall-clock time, it does not grow while
+// whole process while the simulation runs (getrusage). The operator runs its previews in a worker
+// process of their own (controllers/preview_worker.go), where that is the simulations' alone.
+// Per-thread time would miss the work the scheduler does on its other goroutines. Unlike wall-clock time, it does not grow while
 // the process waits for a core, so a busy machine does not make a simulation stop earlier.
 //
 // Extenders are not called: they are services of the cluster, and a simulation writes nothing
@@ -43,9 +43,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -97,12 +95,14 @@ type PodResult struct {
 	Preempted []string `json:"preempted,omitempty"`
 }
 
-// gcPercent is the garbage collector's target percentage while a simulation runs, unless GOGC
-// is set. A scheduling cycle allocates lists per node and plugin that are garbage when it ends,
+// GCPercent is the garbage collector's target percentage that a process whose work is
+// simulations sets for itself, unless GOGC is set: `manager simulate` and the operator's preview
+// worker. A scheduling cycle allocates lists per node and plugin that are garbage when it ends,
 // about 570 KB per pod on 1000 nodes, and collecting at the default 100 took a fifth of a
 // simulation's CPU. With 400, 5000 pods on 1000 nodes took 1.4 instead of 1.8 ms CPU per pod and
-// peaked at 470 instead of 230 MB (docs/tasks/simulate-a-change.md).
-const gcPercent = 400
+// peaked at 470 instead of 230 MB (docs/tasks/simulate-a-change.md). Run does not set it: the
+// garbage collector's setting is process-wide, and the operator's own process keeps the default.
+const GCPercent = 400
 
 // DefaultLimit is the wall-clock time a simulation may take when Options leave it unset.
 const DefaultLimit = 10 * time.Minute
@@ -144,9 +144,6 @@ func (e *LimitError) Error() string {
 // Run schedules workload on cluster with the scheduler of p, one pod at a time. It changes
 // neither cluster nor workload.
 func Run(ctx context.Context, p Profile, cluster *Cluster, workload *Workload, opts Options) ([]PodResult, error) {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
-	}
 	var results []PodResult
 	var runErr error
 	if err := profile.WithGates(p.FeatureGates, func() { results, runErr = run(ctx, p, cluster, workload, opts) }); err != nil {

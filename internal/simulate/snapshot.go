@@ -6,7 +6,10 @@ import (
 	"io"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +27,11 @@ type SnapshotOptions struct {
 	// StripPods leaves out the fields of pod specs that scheduling does not read (environment,
 	// commands, probes, ...) and pods' annotations, so that a snapshot can be shared.
 	StripPods bool
+	// StripAnnotations leaves out the annotations of every kind whose annotations no plugin
+	// reads: all but PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes,
+	// which volume binding reads, and PodGroups. With StripPods it also strips the pod templates
+	// of ReplicaSets and StatefulSets as it strips pods: scheduling reads their selectors only.
+	StripAnnotations bool
 }
 
 // listFunc lists one page of one kind.
@@ -123,7 +131,37 @@ func prepare(obj runtime.Object, opts SnapshotOptions) error {
 	if pod, ok := obj.(*corev1.Pod); ok && opts.StripPods {
 		stripPod(pod)
 	}
+	if opts.StripAnnotations {
+		stripUnread(obj, opts.StripPods)
+	}
 	return nil
+}
+
+// stripUnread leaves out the annotations of obj unless a plugin reads them, and with templates
+// the pod template of a ReplicaSet or StatefulSet but for what stripPod keeps of a pod.
+func stripUnread(obj runtime.Object, templates bool) {
+	switch o := obj.(type) {
+	case *corev1.PersistentVolumeClaim, *corev1.PersistentVolume, *storagev1.StorageClass, *storagev1.CSINode, *schedulingv1beta1.PodGroup:
+		return
+	case *appsv1.ReplicaSet:
+		if templates {
+			stripTemplate(&o.Spec.Template)
+		}
+	case *appsv1.StatefulSet:
+		if templates {
+			stripTemplate(&o.Spec.Template)
+		}
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetAnnotations(nil)
+	}
+}
+
+// stripTemplate strips a pod template as stripPod strips a pod.
+func stripTemplate(t *corev1.PodTemplateSpec) {
+	pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
+	stripPod(pod)
+	t.ObjectMeta, t.Spec = pod.ObjectMeta, pod.Spec
 }
 
 // stripPod leaves out what scheduling does not read of a pod: its annotations, and of its

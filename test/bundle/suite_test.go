@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/schedops/scheduler-profile-operator/controllers"
 )
 
 // repoRoot is the module root, relative to this package.
@@ -45,6 +47,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The operator's previews start this binary as their worker (os.Executable).
+	if len(os.Args) > 1 && os.Args[1] == controllers.PreviewWorkerCommand {
+		os.Exit(controllers.RunPreviewWorker(os.Stdin, os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	if env != nil {
 		if err := env.Stop(); err != nil {

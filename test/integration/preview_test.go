@@ -345,3 +345,37 @@ func TestPreviewGatesOnlyChange(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPreviewGuardRefusesPastMemoryBudget: with --preview-memory-limit of 1Mi, less than any Go
+// process takes, the operator kills the preview's worker process. status.preview.incomplete says
+// that the memory budget ran out, naming the flag; Guard refuses the change, saying to use Report
+// or to raise the flag; a Warning event says the same; the operator (this test's process) goes on
+// reconciling, and no scheduler runs the change. Before previews ran in a worker, there was no
+// memory budget: the preview decided, whatever memory it took of the operator.
+func TestPreviewGuardRefusesPastMemoryBudget(t *testing.T) {
+	k := suiteCluster()
+	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.MemoryLimit = 1 << 20 })
+	name := uniqueName("memory")
+	k.createProfilePods(t, name, 2, 3)
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	const spent = "the preview ran out of its memory budget of 1Mi (--preview-memory-limit); nothing was decided"
+	pv := refused.Status.Preview
+	if pv.Incomplete != spent || pv.To.ConfigHash == "" || pv.Failure != "" {
+		t.Errorf("status.preview = %+v, want incomplete %q", pv, spent)
+	}
+	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
+	for _, want := range []string{spent, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-memory-limit raised"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
+		}
+	}
+	k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "is incomplete: "+spent)
+	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
+		t.Error(err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 )
 
@@ -23,6 +24,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The operator's previews start this binary as their worker (os.Executable).
+	if len(os.Args) > 1 && os.Args[1] == controllers.PreviewWorkerCommand {
+		os.Exit(controllers.RunPreviewWorker(os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(runSuite(m))
 }
 

@@ -26,7 +26,8 @@ import (
 // Run runs the manager, with os.Args, validating profiles against kube-scheduler's in-tree
 // plugins and plugins, and returns its exit code. Give it the same plugins as the scheduler's
 // Run: the image that holds both binaries runs what the manager accepted. Its subcommands are
-// `render`, `plugins`, `snapshot` and `simulate`; without one it runs the operator.
+// `render`, `plugins`, `snapshot` and `simulate`; without one it runs the operator. The hidden
+// `preview-worker` is the operator's own: each preview runs in a child process of it.
 func Run(plugins ...operator.Plugin) int {
 	if err := registry.Use(plugins); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
@@ -47,6 +48,9 @@ func command(args []string, stdout, stderr io.Writer) int {
 			return runSnapshot(args[1:], stdout, stderr)
 		case "simulate":
 			return runSimulate(args[1:], stdout, stderr)
+		case controllers.PreviewWorkerCommand:
+			// Hidden: the operator runs its previews in this subcommand of itself.
+			return controllers.RunPreviewWorker(os.Stdin, stdout, stderr)
 		}
 	}
 	if err := run(args); err != nil {
@@ -65,6 +69,9 @@ func run(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+	if limit := setMemoryLimit(opts.Preview.MemoryLimit); limit > 0 {
+		ctrl.Log.WithName("setup").Info("Set the memory limit from the container's, less the preview's memory budget", "bytes", limit)
+	}
 	mgr, err := controllers.NewManager(ctrl.GetConfigOrDie(), opts)
 	if err != nil {
 		return err
@@ -100,8 +107,11 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	crashLoopRestarts := fs.Int("rollout-crash-loop-restarts", controllers.DefaultCrashLoopRestarts, "The restart count at which a new scheduler container in CrashLoopBackOff has its rollout rolled back.")
 	fs.IntVar(&opts.Preview.MaxPods, "preview-max-pods", controllers.DefaultPreviewMaxPods, "How many of a profile's pods the preview of a change simulates (spec.rollout.preview): the first in queue order; the status says when there were more.")
 	fs.DurationVar(&opts.Preview.Timeout, "preview-timeout", controllers.DefaultPreviewTimeout, "The wall-clock time budget of one preview, a safety bound: reading the cluster and simulating both configurations. A preview past it decides nothing, and Guard does not roll the change out.")
-	fs.DurationVar(&opts.Preview.CPULimit, "preview-cpu-limit", controllers.DefaultPreviewCPULimit, "The CPU time budget that the two simulations of one preview share, counted on the whole operator process. A preview past it decides nothing, and Guard does not roll the change out.")
 	fs.DurationVar(&opts.Preview.RefreshInterval, "preview-refresh-interval", controllers.DefaultPreviewRefreshInterval, "How soon a preview that holds a change (refused, or incomplete) is run again once a node was added, removed or relabelled or a PriorityClass changed; without such a change, it is run again after ten intervals.")
+	fs.DurationVar(&opts.Preview.CPULimit, "preview-cpu-limit", controllers.DefaultPreviewCPULimit, "The CPU time budget that the two simulations of one preview share, counted on the preview's worker process. A preview past it decides nothing, and Guard does not roll the change out.")
+	opts.Preview.MemoryLimit = controllers.DefaultPreviewMemoryLimit
+	fs.Var(quantityFlag{&opts.Preview.MemoryLimit}, "preview-memory-limit", "The memory budget of a preview's worker process, a child of the operator that runs its simulations: the operator kills it past this resident memory. A preview past it decides nothing, and Guard does not roll the change out. The operator's own memory limit is 90% of its container's less this.")
+	fs.IntVar(&opts.Preview.MaxObjects, "preview-max-objects", controllers.DefaultPreviewMaxObjects, "How many objects of the kinds scheduling reads (nodes, pods, services, ...) a preview reads of the cluster and sends its worker. A preview of a larger cluster decides nothing, and Guard does not roll the change out.")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles, "How many profiles, and how many Schedulers, the operator reconciles at once; a profile or Scheduler is never in two passes at once.")
 	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
 		opts.AllowedPriorityClasses = append(opts.AllowedPriorityClasses, commaList(v)...)
@@ -126,9 +136,9 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	if opts.Preview.RefreshInterval <= 0 {
 		return opts, nil, fmt.Errorf("--preview-refresh-interval must be positive, not %s", opts.Preview.RefreshInterval)
 	}
-	if opts.Preview.MaxPods < 1 || opts.Preview.Timeout <= 0 || opts.Preview.CPULimit <= 0 {
-		return opts, nil, fmt.Errorf("--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not %d, %s and %s (spec.rollout.preview.mode: Off turns a profile's previews off)",
-			opts.Preview.MaxPods, opts.Preview.Timeout, opts.Preview.CPULimit)
+	if opts.Preview.MaxPods < 1 || opts.Preview.Timeout <= 0 || opts.Preview.CPULimit <= 0 || opts.Preview.MemoryLimit <= 0 || opts.Preview.MaxObjects < 1 {
+		return opts, nil, fmt.Errorf("--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not %d, %s, %s, %s and %d (spec.rollout.preview.mode: Off turns a profile's previews off)",
+			opts.Preview.MaxPods, opts.Preview.Timeout, opts.Preview.CPULimit, quantityFlag{&opts.Preview.MemoryLimit}, opts.Preview.MaxObjects)
 	}
 	if err := opts.SchedulerPodCaps.Validate(); err != nil {
 		return opts, nil, err

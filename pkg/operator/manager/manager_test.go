@@ -107,24 +107,42 @@ func TestManagerOptions(t *testing.T) {
 		},
 		{
 			name: "preview bounds",
-			args: []string{"--preview-max-pods=500", "--preview-timeout=30s", "--preview-cpu-limit=10s", "--preview-refresh-interval=5s"},
+			args: []string{"--preview-max-pods=500", "--preview-timeout=30s", "--preview-cpu-limit=10s", "--preview-memory-limit=1Gi", "--preview-max-objects=5000", "--preview-refresh-interval=5s"},
 			env:  env,
 			want: controllers.ManagerOptions{
 				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
-				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second, CPULimit: 10 * time.Second, RefreshInterval: 5 * time.Second},
+				Preview: controllers.PreviewOptions{MaxPods: 500, Timeout: 30 * time.Second, CPULimit: 10 * time.Second, MemoryLimit: 1 << 30, MaxObjects: 5000, RefreshInterval: 5 * time.Second},
 			},
+		},
+		{
+			name:    "preview without memory",
+			args:    []string{"--preview-memory-limit=0"},
+			env:     env,
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 1m0s, 0 and 10000",
+		},
+		{
+			name:    "preview memory not a quantity",
+			args:    []string{"--preview-memory-limit=lots"},
+			env:     env,
+			wantErr: `invalid value "lots" for flag -preview-memory-limit`,
+		},
+		{
+			name:    "preview without objects",
+			args:    []string{"--preview-max-objects=0"},
+			env:     env,
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 1m0s, 512Mi and 0",
 		},
 		{
 			name:    "preview without pods",
 			args:    []string{"--preview-max-pods=0"},
 			env:     env,
-			wantErr: "--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not 0, 5m0s and 1m0s",
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 0, 5m0s, 1m0s, 512Mi and 10000",
 		},
 		{
 			name:    "preview without CPU time",
 			args:    []string{"--preview-cpu-limit=0s"},
 			env:     env,
-			wantErr: "--preview-max-pods, --preview-timeout and --preview-cpu-limit must be positive, not 2000, 5m0s and 0s",
+			wantErr: "--preview-max-pods, --preview-timeout, --preview-cpu-limit, --preview-memory-limit and --preview-max-objects must be positive, not 2000, 5m0s, 0s, 512Mi and 10000",
 		},
 		{
 			name:    "preview refresh interval not positive",
@@ -187,7 +205,8 @@ func TestManagerOptions(t *testing.T) {
 				tc.want.UpgradeMaxInFlight = controllers.DefaultUpgradeMaxInFlight
 			}
 			if tc.want.Preview == (controllers.PreviewOptions{}) {
-				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout, CPULimit: controllers.DefaultPreviewCPULimit, RefreshInterval: controllers.DefaultPreviewRefreshInterval}
+				tc.want.Preview = controllers.PreviewOptions{MaxPods: controllers.DefaultPreviewMaxPods, Timeout: controllers.DefaultPreviewTimeout, CPULimit: controllers.DefaultPreviewCPULimit,
+					MemoryLimit: controllers.DefaultPreviewMemoryLimit, MaxObjects: controllers.DefaultPreviewMaxObjects, RefreshInterval: controllers.DefaultPreviewRefreshInterval}
 			}
 			if tc.want.MaxConcurrentReconciles == 0 {
 				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -66,6 +67,10 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	o.stderr = stderr
 	// The scheduler logs through klog; the output here is the report only.
 	klog.SetLogger(logr.Discard())
+	// This process only simulates: the simulation's garbage collector setting is its own.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(simulate.GCPercent)
+	}
 	report, err := o.run(context.Background())
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -89,7 +90,8 @@ func TestGatePreviews(t *testing.T) {
 				if !ok {
 					t.Fatal("memberPreview found no change")
 				}
-				r.previews.latest[p.Name], r.previews.keys[p.Name] = &previewOutcome{decided: true, added: tc.added}, req.key
+				// Finished just now, on the cluster as it is: not yet due to be previewed again.
+				r.previews.latest[p.Name], r.previews.keys[p.Name] = &previewOutcome{decided: true, added: tc.added, finished: time.Now()}, req.key
 			}
 
 			r.gatePreviews(s, proc, []*member{m, bystander}, runningEntries)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +36,8 @@ type operatorProcess struct {
 	// CPUProfile, when set, is the prefix of a CPU profile of the process's whole life, written
 	// to <CPUProfile>-operator.pprof.
 	CPUProfile string
+	// Preview bounds the operator's previews; zero fields keep the defaults.
+	Preview controllers.PreviewOptions
 }
 
 // runOperatorProcess is an operator's process: the operator as main wires it, with its webhooks
@@ -61,6 +64,7 @@ func serveOperator(ctx context.Context, p operatorProcess) error {
 	}
 	opts := operatorOptions()
 	opts.Webhook = p.Webhook
+	opts.Preview = p.Preview
 	stop, err := startOperatorWith(ctx, cfg, opts)
 	if err != nil {
 		return err
@@ -87,7 +91,8 @@ type operatorProc struct {
 // its own (this command with --operator-process), as p says; name names the file that tells it.
 // It returns once the process runs: the operator's cache may not have synced yet.
 func startOperatorProcess(ctx context.Context, c *cluster.Cluster, admin client.Client, o options, name string, p operatorProcess) (*operatorProc, error) {
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+	// A second operator on the same cluster finds the namespace of the first.
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
 	data, err := json.Marshal(p)

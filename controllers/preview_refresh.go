@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 // DefaultPreviewRefreshInterval is how soon after a preview that holds a change (refused, or
@@ -59,21 +61,29 @@ func (pv *previewer) clusterChanged() {
 	}
 }
 
+// wakeSend bounds how long a wake waits for the controller to take its event: a wake of many
+// profiles at once fills the channel's buffer, and a stopped operator reads no more.
+const wakeSend = time.Minute
+
 // wakeAfter passes the profile name, and its Scheduler when it is a member, after d: its pass
 // asks for its preview again. The plans of Schedulers, which read the outcomes, are worked out
 // anew.
 func (pv *previewer) wakeAfter(d time.Duration, name, scheduler string) {
 	time.AfterFunc(d, func() {
 		pv.generation.Add(1)
-		select {
-		case pv.events <- profileEvent(name):
-		default:
-		}
+		send(pv.events, profileEvent(name))
 		if scheduler != "" {
-			select {
-			case pv.schedulerEvents <- schedulerEvent(scheduler):
-			default:
-			}
+			send(pv.schedulerEvents, schedulerEvent(scheduler))
 		}
 	})
+}
+
+// send puts ev on events, or gives up after wakeSend.
+func send(events chan<- event.GenericEvent, ev event.GenericEvent) {
+	timer := time.NewTimer(wakeSend)
+	defer timer.Stop()
+	select {
+	case events <- ev:
+	case <-timer.C:
+	}
 }

@@ -196,42 +196,6 @@ func TestPreviewGuardHoldsOneMember(t *testing.T) {
 	})
 }
 
-// TestPreviewGuardRefusesPastCPUBudget: with --preview-cpu-limit of a millisecond, less than
-// building a simulation's scheduler takes, the preview of a guarded profile stops before it has
-// simulated its pods. status.preview.incomplete says that the CPU time budget ran out, naming the
-// flag; Guard refuses the change (PreviewRefused), saying to use Report or to raise the flag; a
-// Warning event says the same; and no scheduler runs the change.
-func TestPreviewGuardRefusesPastCPUBudget(t *testing.T) {
-	k := suiteCluster()
-	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.CPULimit = time.Millisecond })
-	name := uniqueName("cpu")
-	k.createProfilePods(t, name, 2, 3)
-	p := testutil.MakeProfile(name).Obj()
-	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
-	k.createProfile(t, p)
-
-	refused := k.waitForConditions(t, name, configValid,
-		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
-	const spent = "the preview ran out of its CPU time budget of 1ms (--preview-cpu-limit) for its simulations; nothing was decided: the simulation stopped at its CPU time limit of 1ms"
-	pv := refused.Status.Preview
-	if !strings.HasPrefix(pv.Incomplete, spent) || pv.To.ConfigHash == "" || pv.Failure != "" {
-		t.Errorf("status.preview = %+v, want incomplete to begin %q", pv, spent)
-	}
-	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
-	for _, want := range []string{spent, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-cpu-limit raised"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
-		}
-	}
-	k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "is incomplete: "+spent)
-	if refused.Status.ConfigHash != "" {
-		t.Errorf("status.configHash %s: the refused configuration was recorded as rolled out", refused.Status.ConfigHash)
-	}
-	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
-		t.Error(err)
-	}
-}
-
 // TestPreviewGuardRefreshesARefusal: a change to a node pool that no node is in is refused in
 // Guard mode; once ready nodes of that pool come, the change is previewed again and rolls out
 // within two minutes (here with a refresh interval of 10 s; the default of a minute keeps it
@@ -346,36 +310,58 @@ func TestPreviewGatesOnlyChange(t *testing.T) {
 	})
 }
 
-// TestPreviewGuardRefusesPastMemoryBudget: with --preview-memory-limit of 1Mi, less than any Go
-// process takes, the operator kills the preview's worker process. status.preview.incomplete says
-// that the memory budget ran out, naming the flag; Guard refuses the change, saying to use Report
+// TestPreviewGuardRefusesPastABudget: past a budget of the preview, status.preview.incomplete says
+// which ran out, naming its flag; Guard refuses the change (PreviewRefused), saying to use Report
 // or to raise the flag; a Warning event says the same; the operator (this test's process) goes on
-// reconciling, and no scheduler runs the change. Before previews ran in a worker, there was no
-// memory budget: the preview decided, whatever memory it took of the operator.
-func TestPreviewGuardRefusesPastMemoryBudget(t *testing.T) {
+// reconciling; and no scheduler runs the change. The budgets: --preview-cpu-limit of a
+// millisecond, less than building a simulation's scheduler takes; --preview-memory-limit of 1Mi,
+// less than any Go process takes, so that the operator kills the preview's worker process (before
+// previews ran in a worker there was no memory budget: the preview decided, whatever memory it
+// took of the operator); and --preview-max-objects of 5, fewer than the test's nodes and pods.
+func TestPreviewGuardRefusesPastABudget(t *testing.T) {
+	cases := []struct {
+		name   string
+		budget func(*controllers.PreviewOptions)
+		flag   string
+		// spent begins status.preview.incomplete.
+		spent string
+	}{
+		{name: "cpu", budget: func(o *controllers.PreviewOptions) { o.CPULimit = time.Millisecond }, flag: "--preview-cpu-limit",
+			spent: "the preview ran out of its CPU time budget of 1ms (--preview-cpu-limit) for its simulations; nothing was decided: the simulation stopped at its CPU time limit of 1ms"},
+		{name: "memory", budget: func(o *controllers.PreviewOptions) { o.MemoryLimit = 1 << 20 }, flag: "--preview-memory-limit",
+			spent: "the preview ran out of its memory budget of 1Mi (--preview-memory-limit); nothing was decided"},
+		{name: "objects", budget: func(o *controllers.PreviewOptions) { o.MaxObjects = 5 }, flag: "--preview-max-objects",
+			spent: "the preview ran out of its object budget of 5 objects (--preview-max-objects)"},
+	}
 	k := suiteCluster()
-	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.MemoryLimit = 1 << 20 })
-	name := uniqueName("memory")
-	k.createProfilePods(t, name, 2, 3)
-	p := testutil.MakeProfile(name).Obj()
-	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
-	k.createProfile(t, p)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k.startOperatorWith(t, func(o *controllers.ManagerOptions) { tc.budget(&o.Preview) })
+			name := uniqueName("budget-" + tc.name)
+			k.createProfilePods(t, name, 2, 3)
+			p := testutil.MakeProfile(name).Obj()
+			p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+			k.createProfile(t, p)
 
-	refused := k.waitForConditions(t, name, configValid,
-		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
-	const spent = "the preview ran out of its memory budget of 1Mi (--preview-memory-limit); nothing was decided"
-	pv := refused.Status.Preview
-	if pv.Incomplete != spent || pv.To.ConfigHash == "" || pv.Failure != "" {
-		t.Errorf("status.preview = %+v, want incomplete %q", pv, spent)
-	}
-	msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
-	for _, want := range []string{spent, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-memory-limit raised"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
-		}
-	}
-	k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "is incomplete: "+spent)
-	if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
-		t.Error(err)
+			refused := k.waitForConditions(t, name, configValid,
+				conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+			pv := refused.Status.Preview
+			if !strings.HasPrefix(pv.Incomplete, tc.spent) || pv.To.ConfigHash == "" || pv.Failure != "" {
+				t.Errorf("status.preview = %+v, want incomplete to begin %q", pv, tc.spent)
+			}
+			msg := findCondition(refused, schedulingv1alpha1.ConditionProgressing).Message
+			for _, want := range []string{tc.spent, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's " + tc.flag + " raised"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("the PreviewRefused message %q does not say %q", msg, want)
+				}
+			}
+			k.waitForEvent(t, refused, corev1.EventTypeWarning, "Preview", "is incomplete: "+tc.spent)
+			if refused.Status.ConfigHash != "" {
+				t.Errorf("status.configHash %s: the refused configuration was recorded as rolled out", refused.Status.ConfigHash)
+			}
+			if err := k.deploymentAbsent(t.Context(), name+"-scheduler"); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

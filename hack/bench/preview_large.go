@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,11 +25,10 @@ const goalLargePreviewBytes = 400 << 20
 // Sizes of the large preview's cluster: each pod carries largePodAnnotationBytes of annotations
 // and a container with largePodEnv environment variables, which scheduling does not read.
 const (
-	largePreviewNodes        = 5000
-	largePreviewPods         = 50000
-	largePodAnnotationBytes  = 1024
-	largePodEnv              = 10
-	largePreviewPollInterval = 50 * time.Millisecond
+	largePreviewNodes       = 5000
+	largePreviewPods        = 50000
+	largePodAnnotationBytes = 1024
+	largePodEnv             = 10
 )
 
 // benchPreviewLarge measures the operator's preview of a change on a cluster of 5,000 nodes and
@@ -99,12 +95,12 @@ func largePreviewChange(ctx context.Context, admin client.Client, o options, ope
 	if err := admin.Get(ctx, client.ObjectKey{Name: previewProfileName}, before); err != nil {
 		return r, err
 	}
-	watch := watchChildren(pid)
+	workers := watchWorkers(ctx, pid)
 	start := time.Now()
 	changed := before.DeepCopy()
 	changed.Spec = previewProfile(w).Spec
 	if err := admin.Patch(ctx, changed, client.MergeFrom(before)); err != nil {
-		watch.stop()
+		workers()
 		return r, err
 	}
 	p := &v1alpha1.SchedulerProfile{}
@@ -114,7 +110,7 @@ func largePreviewChange(ctx context.Context, admin client.Client, o options, ope
 		}
 		return !p.Status.Preview.StartTime.Before(&metav1.Time{Time: start.Truncate(time.Second)}) && p.Status.Preview.To.ConfigHash != before.Status.ConfigHash, nil
 	})
-	r.childPeak = watch.stop()
+	r.childPeak = workers()
 	if err != nil {
 		return r, fmt.Errorf("waiting for the preview of the change in status.preview: %w", err)
 	}
@@ -149,7 +145,7 @@ func (r largePreview) rows(budgets string) []stats.Row {
 			Value: stats.Summarize([]float64{cluster.MiB(r.peak)}), Unit: "MiB", Decimals: 1,
 			Note: fmt.Sprintf("goal < %.0f MiB, an OOM kill or restart is not correct: %s; VmHWM from the change until status.preview showed it (%.1f s), idle %.1f MiB; the preview %s", cluster.MiB(int64(goalLargePreviewBytes)), verdict, r.wall.Seconds(), cluster.MiB(r.idle), r.outcome)},
 		{Benchmark: name, Measure: "  peak resident memory of the preview's child processes", Value: stats.Summarize([]float64{cluster.MiB(r.childPeak)}), Unit: "MiB", Decimals: 1,
-			Note: "the largest VmHWM seen of the operator's child processes, read every 50 ms"},
+			Note: fmt.Sprintf("the largest VmHWM seen of the operator's child processes, read every %s", workerPoll)},
 	}
 }
 
@@ -160,56 +156,4 @@ func heavyPod(pod *corev1.Pod) {
 	for e := range largePodEnv {
 		pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("VAR_%d", e), Value: fmt.Sprintf("value-of-variable-%d", e)})
 	}
-}
-
-// childWatch reads the VmHWM of a process's children until stopped.
-type childWatch struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	peak int64
-}
-
-// watchChildren starts reading the peak resident memory of pid's child processes.
-func watchChildren(pid int) *childWatch {
-	w := &childWatch{done: make(chan struct{})}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		tick := time.NewTicker(largePreviewPollInterval)
-		defer tick.Stop()
-		for {
-			for _, child := range childrenOf(pid) {
-				if m, err := cluster.ReadMemory(child); err == nil {
-					w.peak = max(w.peak, m.HWM)
-				}
-			}
-			select {
-			case <-w.done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return w
-}
-
-// stop ends the watch and returns the peak seen.
-func (w *childWatch) stop() int64 {
-	close(w.done)
-	w.wg.Wait()
-	return w.peak
-}
-
-// childrenOf are the pids of pid's child processes, from /proc/<pid>/task/*/children.
-func childrenOf(pid int) []string {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	var out []string
-	for _, t := range tasks {
-		data, err := os.ReadFile(t)
-		if err != nil {
-			continue
-		}
-		out = append(out, strings.Fields(string(data))...)
-	}
-	return out
 }

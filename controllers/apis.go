@@ -74,6 +74,14 @@ func apiMissingMessage(req profile.GateRequirement, consequence string) string {
 	return msg
 }
 
+// servesIfAsked is serves, false when nothing can be asked (a nil s).
+func (s *servedAPIs) servesIfAsked(api profile.GateAPI) (bool, error) {
+	if s == nil {
+		return false, nil
+	}
+	return s.serves(api)
+}
+
 func (s *servedAPIs) serves(api profile.GateAPI) (bool, error) {
 	if _, ok := s.served.Load(api); ok {
 		return true, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // The pod assignment webhook reads the labelled Namespaces from the cache.
@@ -61,46 +63,74 @@ func (r *SchedulerProfileReconciler) profilesAssignedBy(ctx context.Context, obj
 	return r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerName: name})
 }
 
-// SchedulerNameNotServed says why no Available SchedulerProfile serves a scheduler name, reading
-// c, the manager's cache, by indexSchedulerName; "" when one does. A profile serves its name when
-// it holds it (status.schedulerName), is not being deleted and its Available condition is True,
-// which for a member of a Scheduler means that its own entry runs.
-func SchedulerNameNotServed(ctx context.Context, c client.Reader, name string) (string, error) {
-	var profiles schedulingv1alpha1.SchedulerProfileList
-	if err := c.List(ctx, &profiles, client.MatchingFields{indexSchedulerName: name}); err != nil {
-		return "", fmt.Errorf("listing the SchedulerProfiles of scheduler name %s: %w", name, err)
-	}
-	if len(profiles.Items) == 0 {
-		return fmt.Sprintf("no SchedulerProfile has scheduler name %s", name), nil
-	}
-	// The reason names the first profile by name: the cache lists in no stable order.
-	reason, first := "", ""
-	for i := range profiles.Items {
-		p := &profiles.Items[i]
-		r := profileNotServing(p, name)
-		if r == "" {
-			return "", nil
-		}
-		if first == "" || p.Name < first {
-			reason, first = r, p.Name
+// assignmentNames are the scheduler names that namespace assignment knows, from the profiles'
+// status: served, those a running scheduler serves (status.servedSchedulerName) for a profile
+// that is not being deleted; notServed, every other name a profile asks for, with why it is not
+// served. The oldest reason is kept when several profiles ask for one name.
+func assignmentNames(profiles []schedulingv1alpha1.SchedulerProfile) (served map[string]bool, notServed map[string]string) {
+	served, notServed = map[string]bool{}, map[string]string{}
+	for i := range profiles {
+		p := &profiles[i]
+		if p.DeletionTimestamp == nil && p.Status.ServedSchedulerName != "" {
+			served[p.Status.ServedSchedulerName] = true
 		}
 	}
-	return reason, nil
+	order := make([]*schedulingv1alpha1.SchedulerProfile, len(profiles))
+	for i := range profiles {
+		order[i] = &profiles[i]
+	}
+	slices.SortFunc(order, byAge)
+	for _, p := range order {
+		name := profile.SchedulerName(p)
+		if _, known := notServed[name]; known || served[name] {
+			continue
+		}
+		notServed[name] = profileNotServing(p, name)
+	}
+	return served, notServed
 }
 
-// profileNotServing says why a profile that asks for a scheduler name does not serve it; ""
-// when it does.
+// profileNotServing says why no running scheduler serves the scheduler name a profile asks for.
 func profileNotServing(p *schedulingv1alpha1.SchedulerProfile, name string) string {
 	available := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionAvailable)
 	switch {
 	case p.DeletionTimestamp != nil:
 		return fmt.Sprintf("SchedulerProfile %s is being deleted", p.Name)
-	case p.Status.SchedulerName != name:
-		return fmt.Sprintf("SchedulerProfile %s does not hold scheduler name %s", p.Name, name)
-	case available == nil:
-		return fmt.Sprintf("SchedulerProfile %s is not Available yet", p.Name)
-	case available.Status != metav1.ConditionTrue:
+	case p.Status.ServedSchedulerName != "":
+		return fmt.Sprintf("SchedulerProfile %s is served as %s: its change to %s is not rolled out%s", p.Name, p.Status.ServedSchedulerName, name, heldBecause(p))
+	case available != nil && available.Status != metav1.ConditionTrue:
 		return fmt.Sprintf("SchedulerProfile %s is not Available (%s)", p.Name, available.Reason)
 	}
+	return fmt.Sprintf("no scheduler of SchedulerProfile %s runs yet", p.Name)
+}
+
+// heldBecause names the reason of the condition that holds a profile's change, if one does.
+func heldBecause(p *schedulingv1alpha1.SchedulerProfile) string {
+	if c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionConfigValid); c != nil && c.Status == metav1.ConditionFalse {
+		return " (" + c.Reason + ")"
+	}
+	if c := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionProgressing); c != nil {
+		return " (" + c.Reason + ")"
+	}
 	return ""
+}
+
+// accessOf are the profiles that restrict who may use them, by name, with the names they serve
+// or ask for.
+func accessOf(profiles []schedulingv1alpha1.SchedulerProfile) []profileAccess {
+	var out []profileAccess
+	for i := range profiles {
+		p := &profiles[i]
+		sel := p.Spec.Access.NamespaceSelector
+		if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
+			continue
+		}
+		names := []string{profile.SchedulerName(p)}
+		if s := p.Status.ServedSchedulerName; s != "" && s != names[0] {
+			names = append(names, s)
+		}
+		out = append(out, profileAccess{profile: p.Name, names: names, selector: sel})
+	}
+	slices.SortFunc(out, func(a, b profileAccess) int { return strings.Compare(a.profile, b.profile) })
+	return out
 }

@@ -1,78 +1,148 @@
 package controllers
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
-// servingProfile is a profile asking for scheduler name, holding it in status when held, with
-// the Available condition of status (none when empty).
-func servingProfile(name, schedulerName string, held bool, available metav1.ConditionStatus) *schedulingv1alpha1.SchedulerProfile {
+var updateGoldens = flag.Bool("update", false, "rewrite the golden files of controllers/testdata")
+
+// servingProfile is a profile asking for schedulerName, served as served ("" none), created
+// age seconds after the epoch, with the Available condition (none when empty).
+func servingProfile(name, schedulerName, served string, age int64, available metav1.ConditionStatus) schedulingv1alpha1.SchedulerProfile {
 	p := testutil.MakeProfile(name).SchedulerName(schedulerName).Obj()
-	if held {
-		p.Status.SchedulerName = schedulerName
-	}
+	p.CreationTimestamp = metav1.Unix(age, 0)
+	p.Status.SchedulerName = schedulerName
+	p.Status.ServedSchedulerName = served
 	if available != "" {
 		p.Status.Conditions = []metav1.Condition{{Type: schedulingv1alpha1.ConditionAvailable, Status: available, Reason: "Because"}}
 	}
-	return p
+	return *p
 }
 
-func TestSchedulerNameNotServed(t *testing.T) {
-	deleting := servingProfile("binpack", "binpack", true, metav1.ConditionTrue)
+func TestAssignmentNames(t *testing.T) {
+	deleting := servingProfile("binpack", "binpack", "binpack", 1, metav1.ConditionTrue)
 	now := metav1.Now()
 	deleting.DeletionTimestamp, deleting.Finalizers = &now, []string{"example.com/keep"}
+	held := servingProfile("binpack", "binpack-v2", "binpack", 1, metav1.ConditionTrue)
+	held.Status.Conditions = append(held.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonPreviewRefused})
 	cases := map[string]struct {
-		profiles []client.Object
-		want     string
+		profiles      []schedulingv1alpha1.SchedulerProfile
+		wantServed    []string
+		wantNotServed map[string]string
 	}{
-		"no profile": {want: "no SchedulerProfile has scheduler name binpack"},
-		"a profile of another name": {
-			profiles: []client.Object{servingProfile("spread", "spread", true, metav1.ConditionTrue)},
-			want:     "no SchedulerProfile has scheduler name binpack",
-		},
-		"served": {profiles: []client.Object{servingProfile("binpack", "binpack", true, metav1.ConditionTrue)}},
+		"no profile": {},
+		"served":     {profiles: []schedulingv1alpha1.SchedulerProfile{servingProfile("binpack", "binpack", "binpack", 1, metav1.ConditionTrue)}, wantServed: []string{"binpack"}},
 		"not Available": {
-			profiles: []client.Object{servingProfile("binpack", "binpack", true, metav1.ConditionFalse)},
-			want:     "SchedulerProfile binpack is not Available (Because)",
+			profiles:      []schedulingv1alpha1.SchedulerProfile{servingProfile("binpack", "binpack", "", 1, metav1.ConditionFalse)},
+			wantNotServed: map[string]string{"binpack": "SchedulerProfile binpack is not Available (Because)"},
 		},
-		"no Available condition yet": {
-			profiles: []client.Object{servingProfile("binpack", "binpack", true, "")},
-			want:     "SchedulerProfile binpack is not Available yet",
+		"no scheduler yet": {
+			profiles:      []schedulingv1alpha1.SchedulerProfile{servingProfile("binpack", "binpack", "", 1, "")},
+			wantNotServed: map[string]string{"binpack": "no scheduler of SchedulerProfile binpack runs yet"},
 		},
-		"the name not held": {
-			profiles: []client.Object{servingProfile("binpack", "binpack", false, metav1.ConditionTrue)},
-			want:     "SchedulerProfile binpack does not hold scheduler name binpack",
+		"being deleted": {
+			profiles:      []schedulingv1alpha1.SchedulerProfile{deleting},
+			wantNotServed: map[string]string{"binpack": "SchedulerProfile binpack is being deleted"},
 		},
-		"being deleted": {profiles: []client.Object{deleting}, want: "SchedulerProfile binpack is being deleted"},
-		"the holder serves, a newer claimant waits": {
-			profiles: []client.Object{
-				servingProfile("a-claimant", "binpack", false, metav1.ConditionFalse),
-				servingProfile("z-holder", "binpack", true, metav1.ConditionTrue),
+		// Served means running: a held rename keeps the old name served and the new one not.
+		"a held rename": {
+			profiles:      []schedulingv1alpha1.SchedulerProfile{held},
+			wantServed:    []string{"binpack"},
+			wantNotServed: map[string]string{"binpack-v2": "SchedulerProfile binpack is served as binpack: its change to binpack-v2 is not rolled out (PreviewRefused)"},
+		},
+		"the server serves, a newer claimant waits": {
+			profiles: []schedulingv1alpha1.SchedulerProfile{
+				servingProfile("a-claimant", "binpack", "", 2, metav1.ConditionFalse),
+				servingProfile("z-holder", "binpack", "binpack", 1, metav1.ConditionTrue),
 			},
+			wantServed: []string{"binpack"},
 		},
-		"the reason names the first profile by name": {
-			profiles: []client.Object{
-				servingProfile("z-holder", "binpack", true, metav1.ConditionFalse),
-				servingProfile("a-claimant", "binpack", false, metav1.ConditionFalse),
+		"the oldest claimant's reason": {
+			profiles: []schedulingv1alpha1.SchedulerProfile{
+				servingProfile("z-old", "binpack", "", 1, metav1.ConditionFalse),
+				servingProfile("a-new", "binpack", "", 2, ""),
 			},
-			want: "SchedulerProfile a-claimant does not hold scheduler name binpack",
+			wantNotServed: map[string]string{"binpack": "SchedulerProfile z-old is not Available (Because)"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			objects := fakeObjects(tc.profiles...)
-			got, err := SchedulerNameNotServed(t.Context(), objects.client, "binpack")
-			if err != nil {
-				t.Fatal(err)
+			served, notServed := assignmentNames(tc.profiles)
+			if diff := cmp.Diff(tc.wantServed, sortedKeys(served)); diff != "" && (len(tc.wantServed) != 0 || len(served) != 0) {
+				t.Errorf("served (-want +got):\n%s", diff)
 			}
-			if got != tc.want {
-				t.Errorf("SchedulerNameNotServed = %q, want %q", got, tc.want)
+			if diff := cmp.Diff(tc.wantNotServed, notServed); diff != "" && (len(tc.wantNotServed) != 0 || len(notServed) != 0) {
+				t.Errorf("not served (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAssignmentPoliciesGolden: the policies and bindings of namespace assignment, with one
+// profile that restricts its namespaces and with PodGroups served, are those of
+// testdata/assignment-policies.golden (go test ./controllers -run TestAssignmentPoliciesGolden -update).
+func TestAssignmentPoliciesGolden(t *testing.T) {
+	access := []profileAccess{{profile: "gpu", names: []string{"gpu", "gpu-old"}, selector: &metav1.LabelSelector{
+		MatchLabels:      map[string]string{"team": "ml"},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"dev"}}},
+	}}}
+	var out []byte
+	for _, obj := range assignmentPolicies("schedops-system", access, true) {
+		b, err := yaml.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, "---\n"...), b...)
+	}
+	path := filepath.Join("testdata", "assignment-policies.golden")
+	if *updateGoldens {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (write it with -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(out)); diff != "" {
+		t.Errorf("the policies differ from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func TestSelectorExpression(t *testing.T) {
+	cases := map[string]struct {
+		sel  *metav1.LabelSelector
+		want string
+	}{
+		"nil":   {want: "true"},
+		"empty": {sel: &metav1.LabelSelector{}, want: "true"},
+		"labels and expressions": {
+			sel: &metav1.LabelSelector{MatchLabels: map[string]string{"b": "2", "a": "1"}, MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "c", Operator: metav1.LabelSelectorOpIn, Values: []string{"x", "y"}},
+				{Key: "d", Operator: metav1.LabelSelectorOpDoesNotExist},
+				{Key: "e", Operator: metav1.LabelSelectorOpExists},
+			}},
+			want: `("a" in L && L["a"] == "1") && ("b" in L && L["b"] == "2") && ("c" in L && L["c"] in ["x", "y"]) && !("d" in L) && ("e" in L)`,
+		},
+		"an unknown operator admits nobody": {sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}, want: "false"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := selectorExpression(tc.sel, "L"); got != tc.want {
+				t.Errorf("selectorExpression = %s, want %s", got, tc.want)
 			}
 		})
 	}

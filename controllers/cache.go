@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,6 +26,11 @@ func CacheOptions(namespace string) cache.Options {
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},
 		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
 	}
+	// The admission policies of namespace assignment, which the operator keeps.
+	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
+		byObject[obj] = cache.ByObject{Label: managed}
+	}
 	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Service{}, &appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}, &rbacv1.Role{}} {
 		byObject[obj] = cache.ByObject{Label: managed}
 	}
@@ -37,7 +43,7 @@ func CacheOptions(namespace string) cache.Options {
 	for _, obj := range []client.Object{&schedulingv1alpha1.SchedulerProfile{}, &schedulingv1alpha1.Scheduler{}} {
 		byObject[obj] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	}
-	// Only the Namespaces that assign their pods, which the pod assignment webhook reads.
+	// Only the Namespaces that assign their pods, which status.assignedNamespaces counts.
 	byObject[&corev1.Namespace{}] = cache.ByObject{Label: assignedNamespaces(), Transform: cache.TransformStripManagedFields()}
 	return cache.Options{DefaultNamespaces: inNamespace, ByObject: byObject}
 }

@@ -127,6 +127,10 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
+	assignment := &assignmentReconciler{client: mgr.GetClient(), namespace: o.Namespace, gangs: newServedAPIs(apis)}
+	if err := assignment.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the assignment controller: %w", err)
+	}
 	if err := newLeaseReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Lease controller: %w", err)
 	}

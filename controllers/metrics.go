@@ -36,10 +36,6 @@ var (
 		Name: "schedops_schedulerprofile_advice",
 		Help: "Findings of the profile doctor in a SchedulerProfile's status.advice, by code (docs/reference/advice.md).",
 	}, []string{"profile", "code"})
-	podAssignments = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "schedops_pod_assignments_total",
-		Help: "Pods the assignment webhook decided about, by the scheduler name their namespace asks for and the result: assigned, fallback, skipped or dry-run.",
-	}, []string{"scheduler_name", "result"})
 	upgradeStops = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_upgrade_stops_total",
 		Help: "Times a scheduler was held on its image because the operator's new scheduler image was rolled back on another scheduler, which stopped the upgrade.",
@@ -47,12 +43,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, podAssignments, profileAdviceCount)
-}
-
-// recordPodAssignment counts a decision of the pod assignment webhook.
-func recordPodAssignment(schedulerName, result string) {
-	podAssignments.WithLabelValues(schedulerName, result).Inc()
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, profileAdviceCount)
 }
 
 // Values of the config label of schedops_scheduler_builds_total.

@@ -268,6 +268,8 @@ type observation struct {
 	advice        []advice.Advice
 	adviceChecked bool
 	adviceFailed  string
+	// servedName is the scheduler name a running scheduler serves for the profile (runningNames).
+	servedName string
 	// assigned are the Namespaces assigned to the scheduler name.
 	assigned schedulingv1alpha1.AssignedNamespaces
 	// preview holds a change back for its preview (spec.rollout.preview), and previewed is the
@@ -280,6 +282,10 @@ type observation struct {
 // scheduler that runs keeps running its last good configuration.
 func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (*observation, error) {
 	obs := &observation{schedulerName: profile.SchedulerName(p)}
+	var err error
+	if obs.servedName, err = r.servedNameFor(ctx, p, obs.schedulerName); err != nil {
+		return obs, err
+	}
 	if p.Spec.SchedulerRef.Name != "" {
 		return obs, r.reconcileMember(ctx, p, obs)
 	}
@@ -288,7 +294,6 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	obs.previewed = r.previews.status(p.Name)
 	st := rolloutStateOf(p.Status.ProcessStatus)
 	obs.rollout = st
-	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
 		return obs, err
 	}
@@ -339,6 +344,27 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	obs.applied = true
 	return obs, nil
+}
+
+// servedNameFor is the scheduler name that a running scheduler serves for p now (runningNames):
+// its own scheduler's, or its Scheduler's; asked is the name p asks for.
+func (r *SchedulerProfileReconciler) servedNameFor(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, asked string) (string, error) {
+	index, err := r.runningNames(ctx, client.MatchingLabels{LabelProfile: p.Name})
+	if err != nil {
+		return "", err
+	}
+	if ref := p.Spec.SchedulerRef.Name; ref != "" {
+		shared, err := r.runningNames(ctx, client.MatchingLabels{LabelScheduler: ref})
+		if err != nil {
+			return "", err
+		}
+		for name, profiles := range shared {
+			for _, n := range profiles {
+				index.add(name, n)
+			}
+		}
+	}
+	return servedNameOf(index, p.Name, asked), nil
 }
 
 // claimantsOf are the profiles that nameOwner weighs for a scheduler name: those that ask for it

@@ -174,6 +174,13 @@ func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (ser
 			}
 		}
 	}
+	return r.attribute(ctx, mounts)
+}
+
+// attribute reads which profile each mount serves each scheduler name for. A Scheduler's names
+// are attributed to its members by its status.
+func (r *processObjects) attribute(ctx context.Context, mounts []schedulerMount) (servedNames, error) {
+	reader := r.client
 	index := servedNames{}
 	members := map[string]map[string]string{} // Scheduler -> scheduler name -> profile
 	for _, m := range mounts {
@@ -241,6 +248,61 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 		}
 	}
 	return mounts, nil
+}
+
+// runningNames is the one definition of the scheduler names that are served now, by the
+// profile each is served for: those of the configuration of a scheduler pod of the operator's
+// namespace, among those that match (every one for nil), that is running, ready and not being
+// deleted. Unlike servedNamesIndex, which holds a name from the moment its Deployment is applied
+// until its last pod is gone, it holds only what schedules pods now: namespace assignment, the
+// status's servedSchedulerName and manager simulate read it.
+func (r *processObjects) runningNames(ctx context.Context, match client.ListOption) (servedNames, error) {
+	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
+		client.UnsafeDisableDeepCopy} // only read
+	if match != nil {
+		opts = append(opts, match)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, opts...); err != nil {
+		return nil, fmt.Errorf("listing scheduler pods: %w", err)
+	}
+	var mounts []schedulerMount
+	for i := range pods.Items {
+		if p := &pods.Items[i]; podServes(p) {
+			mounts = append(mounts, schedulerMount{p.Labels, configMapOf(&p.Spec)})
+		}
+	}
+	return r.attribute(ctx, mounts)
+}
+
+// podServes tells whether a scheduler pod schedules pods now: running, ready, not being deleted.
+func podServes(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// servedNameOf is the scheduler name that index serves for a profile; "" when none. A profile is
+// served under one name at a time (nameOwner); should a rollout overlap two, the one it asks for wins.
+func servedNameOf(index servedNames, profileName, asked string) string {
+	found := ""
+	for _, name := range sortedKeys(index) {
+		if slices.Contains(index[name], profileName) {
+			if name == asked {
+				return name
+			}
+			if found == "" {
+				found = name
+			}
+		}
+	}
+	return found
 }
 
 // servedMembers maps the scheduler names a Scheduler serves to its member profiles, from its status.

@@ -25,6 +25,7 @@ import (
 func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	st := &p.Status
 	st.SchedulerName = obs.schedulerName
+	st.ServedSchedulerName = obs.servedName
 	st.AssignedNamespaces = obs.assigned
 	if obs.config != nil && obs.applied {
 		st.ObservedGeneration = p.Generation

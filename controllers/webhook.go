@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,11 +9,9 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -29,21 +26,16 @@ import (
 // +kubebuilder:rbac:groups="",namespace=scheduler-profile-operator-system,resources=secrets,verbs=get;update,resourceNames=scheduler-profile-operator-webhook-server-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;update,resourceNames=scheduler-profile-operator-validating-webhook-configuration
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;update,resourceNames=scheduler-profile-operator-mutating-webhook-configuration
 
 // Defaults of the webhook's settings: the names config/default gives the objects.
 const (
-	DefaultWebhookPort       = 9443
-	DefaultWebhookSecret     = "scheduler-profile-operator-webhook-server-cert"
-	DefaultWebhookConfigName = "scheduler-profile-operator-validating-webhook-configuration"
-	// DefaultMutatingWebhookConfigName is the configuration of the pod assignment webhook.
-	DefaultMutatingWebhookConfigName = "scheduler-profile-operator-mutating-webhook-configuration"
-	DefaultWebhookServiceName        = "scheduler-profile-operator-webhook-service"
+	DefaultWebhookPort        = 9443
+	DefaultWebhookSecret      = "scheduler-profile-operator-webhook-server-cert"
+	DefaultWebhookConfigName  = "scheduler-profile-operator-validating-webhook-configuration"
+	DefaultWebhookServiceName = "scheduler-profile-operator-webhook-service"
 )
 
-// WebhookOptions are the settings of the admission webhooks: the validating webhook of profiles
-// and Schedulers and the pod assignment webhook, served together.
+// WebhookOptions are the settings of the validating admission webhook of profiles and Schedulers.
 type WebhookOptions struct {
 	// Host and Port are where the webhook is served; an empty Host is every address.
 	Host string
@@ -53,14 +45,12 @@ type WebhookOptions struct {
 	CertDir string
 	// CertRotation has the operator create and renew its own certificate in the Secret
 	// SecretName and put its CA into the caBundle of the ValidatingWebhookConfiguration
-	// ConfigName and of the MutatingWebhookConfiguration MutatingConfigName, for the Service
-	// ServiceName in the operator's namespace. Off, the certificate is provided (OLM) and only
+	// ConfigName, for the Service ServiceName in the operator's namespace. Off, the certificate is provided (OLM) and only
 	// read from CertDir.
-	CertRotation       bool
-	SecretName         string
-	ConfigName         string
-	MutatingConfigName string
-	ServiceName        string
+	CertRotation bool
+	SecretName   string
+	ConfigName   string
+	ServiceName  string
 	// CertDNSName is the name the rotated certificate is issued for, when the apiserver reaches
 	// the webhook by URL rather than through the Service (<ServiceName>.<namespace>.svc).
 	CertDNSName string
@@ -93,11 +83,6 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the webhook's discovery client: %w", err)
 	}
-	// The pod assignment webhook reads the labelled Namespaces: their informer starts with the
-	// cache rather than at the first pod, which would wait for it to sync.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.Namespace{}, cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("starting the Namespace informer: %w", err)
-	}
 	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, caps: o.SchedulerPodCaps, maxMembers: o.MaxMembersPerScheduler}, apis: newServedAPIs(apis)}
 	cached := objects
 	cached.client = mgr.GetClient()
@@ -108,10 +93,6 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.Scheduler{}).WithValidator(webhooks.NewSchedulerValidator(&Reviewer{objects})).Complete(); err != nil {
 			return fmt.Errorf("setting up the Scheduler webhook: %w", err)
 		}
-		assigner := webhooks.NewPodAssigner(mgr.GetScheme(), mgr.GetClient(), func(ctx context.Context, name string) (string, error) {
-			return SchedulerNameNotServed(ctx, mgr.GetClient(), name)
-		}, o.Namespace, recordPodAssignment)
-		mgr.GetWebhookServer().Register(webhooks.PodAssignerPath, &webhook.Admission{Handler: assigner})
 		ready.serving(mgr.GetWebhookServer().StartedChecker())
 		return nil
 	}
@@ -149,11 +130,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 
 // rotated are the webhook configurations whose caBundle the rotation sets.
 func (o *WebhookOptions) rotated() []rotator.WebhookInfo {
-	infos := []rotator.WebhookInfo{{Name: o.ConfigName, Type: rotator.Validating}}
-	if o.MutatingConfigName != "" {
-		infos = append(infos, rotator.WebhookInfo{Name: o.MutatingConfigName, Type: rotator.Mutating})
-	}
-	return infos
+	return []rotator.WebhookInfo{{Name: o.ConfigName, Type: rotator.Validating}}
 }
 
 // certDir is where the webhook server reads its certificate: CertDir, or controller-runtime's

@@ -22,6 +22,7 @@ const DefaultSchedulerName = "default-scheduler"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=sp,categories=scheduling
 // +kubebuilder:printcolumn:name="Scheduler",type=string,JSONPath=`.status.schedulerName`
+// +kubebuilder:printcolumn:name="Served",type=string,JSONPath=`.status.servedSchedulerName`,priority=1
 // +kubebuilder:printcolumn:name="Shared",type=string,JSONPath=`.spec.schedulerRef.name`,priority=1
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="ConfigValid")].status`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
@@ -110,6 +111,13 @@ type SchedulerProfileSpec struct {
 	// a change its preview stops holds back that entry only: the other members' changes roll out.
 	// +optional
 	Rollout RolloutSettings `json:"rollout,omitzero"`
+
+	// access says which namespaces may use the profile's scheduler name. A pod that names it
+	// from another namespace is refused at creation, by a ValidatingAdmissionPolicy the operator
+	// keeps, and a namespace label that assigns it assigns nothing there. Unset, every namespace
+	// may use it.
+	// +optional
+	Access ProfileAccess `json:"access,omitzero"`
 }
 
 // SchedulerReference names a Scheduler.
@@ -490,6 +498,15 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	SchedulerName string `json:"schedulerName,omitempty"`
 
+	// servedSchedulerName is the scheduler name that a running scheduler serves for the profile
+	// now: a ready scheduler pod, not being deleted, runs a configuration with the profile's
+	// entry. It differs from schedulerName while a rename is not rolled out (held by a preview,
+	// invalid, refused or rolled back), and is empty while no scheduler serves the profile.
+	// Namespace assignment assigns served names only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ServedSchedulerName string `json:"servedSchedulerName,omitempty"`
+
 	// advice lists what the profile doctor found in the valid configuration of the latest spec:
 	// settings that will probably not do what was meant (docs/reference/advice.md). The codes
 	// of the annotation scheduling.schedops.io/advice-ignore are left out. Advice never stops a
@@ -604,4 +621,12 @@ type ProcessStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	RollbackRefusal string `json:"rollbackRefusal,omitempty"`
+}
+
+// ProfileAccess says which namespaces may use a profile's scheduler name.
+type ProfileAccess struct {
+	// namespaceSelector selects the namespaces whose pods may name the profile's scheduler. An
+	// empty selector selects every namespace; unset is every namespace too.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }

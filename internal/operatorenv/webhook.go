@@ -31,9 +31,8 @@ type LocalWebhook struct {
 }
 
 // InstallLocalWebhooks writes a serving certificate for localhost into certDir and installs the
-// generated webhook configurations (config/webhook) calling an operator on a free port of
-// localhost: the validating webhook only for objects that validating selects (every object when
-// nil), the pod assignment webhook for the namespaces it selects, those with the assignment label.
+// generated webhook configuration (config/webhook) calling an operator on a free port of
+// localhost, for the objects that validating selects (every object when nil).
 func InstallLocalWebhooks(ctx context.Context, c client.Client, root, certDir string, validating *metav1.LabelSelector) (*LocalWebhook, error) {
 	certPEM, err := testutil.LocalServingCert(certDir)
 	if err != nil {
@@ -44,7 +43,7 @@ func InstallLocalWebhooks(ctx context.Context, c client.Client, root, certDir st
 		return nil, err
 	}
 	port := ports[0]
-	vwc, mwc, err := webhookConfigurations(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	vwc, err := webhookConfiguration(filepath.Join(root, "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +55,8 @@ func InstallLocalWebhooks(ctx context.Context, c client.Client, root, certDir st
 		byURL(&vwc.Webhooks[i].ClientConfig)
 		vwc.Webhooks[i].ObjectSelector = validating
 	}
-	for i := range mwc.Webhooks {
-		byURL(&mwc.Webhooks[i].ClientConfig)
-	}
-	for _, obj := range []client.Object{vwc, mwc} {
-		if err := c.Create(ctx, obj); err != nil {
-			return nil, fmt.Errorf("installing the webhook configuration %s: %w", obj.GetName(), err)
-		}
+	if err := c.Create(ctx, vwc); err != nil {
+		return nil, fmt.Errorf("installing the webhook configuration %s: %w", vwc.GetName(), err)
 	}
 	return &LocalWebhook{Port: port, CertDir: certDir}, nil
 }
@@ -72,42 +66,35 @@ func (w *LocalWebhook) managerArgs() []string {
 	return []string{"--webhook-host=localhost", "--webhook-port=" + strconv.Itoa(w.Port), "--webhook-cert-dir=" + w.CertDir, "--disable-cert-rotation"}
 }
 
-// webhookConfigurations reads the validating and the mutating configuration of the generated
-// manifests, a file of several documents.
-func webhookConfigurations(path string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
+// webhookConfiguration reads the validating configuration of the generated manifests, a file of
+// several documents.
+func webhookConfiguration(path string) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
 		var raw json.RawMessage
 		if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 		var doc metav1.TypeMeta
 		if err := json.Unmarshal(raw, &doc); err != nil {
-			return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		var into any
-		switch doc.Kind {
-		case "ValidatingWebhookConfiguration":
-			into = vwc
-		case "MutatingWebhookConfiguration":
-			into = mwc
-		default:
+		if doc.Kind != "ValidatingWebhookConfiguration" {
 			continue
 		}
-		if err := json.Unmarshal(raw, into); err != nil {
-			return nil, nil, fmt.Errorf("reading the %s of %s: %w", doc.Kind, path, err)
+		if err := json.Unmarshal(raw, vwc); err != nil {
+			return nil, fmt.Errorf("reading the %s of %s: %w", doc.Kind, path, err)
 		}
 	}
-	if len(vwc.Webhooks) == 0 || len(mwc.Webhooks) == 0 {
-		return nil, nil, fmt.Errorf("%s has no validating or no mutating webhook", path)
+	if len(vwc.Webhooks) == 0 {
+		return nil, fmt.Errorf("%s has no validating webhook", path)
 	}
-	return vwc, mwc, nil
+	return vwc, nil
 }

@@ -65,3 +65,9 @@ func (w *ProfileWrapper) SchedulerRef(scheduler string) *ProfileWrapper {
 func (w *ProfileWrapper) Obj() *schedulingv1alpha1.SchedulerProfile {
 	return w.DeepCopy()
 }
+
+// Access sets spec.access.namespaceSelector: the namespaces that may use the profile.
+func (w *ProfileWrapper) Access(sel *metav1.LabelSelector) *ProfileWrapper {
+	w.Spec.Access.NamespaceSelector = sel
+	return w
+}

@@ -75,7 +75,6 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 	objs := kustomizeBuild(t, "config/default", "registry.example/scheduler-profile-operator:v0.0.1")
 	var (
 		vwc        admissionregistrationv1.ValidatingWebhookConfiguration
-		mwc        admissionregistrationv1.MutatingWebhookConfiguration
 		svc        corev1.Service
 		secret     corev1.Secret
 		deployment appsv1.Deployment
@@ -83,7 +82,6 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 		nsRole     rbacv1.Role
 	)
 	fromUnstructured(t, findObject(t, objs, "ValidatingWebhookConfiguration"), &vwc)
-	fromUnstructured(t, findObject(t, objs, "MutatingWebhookConfiguration"), &mwc)
 	fromUnstructured(t, findNamed(t, objs, "Service", controllers.DefaultWebhookServiceName), &svc)
 	fromUnstructured(t, findObject(t, objs, "Secret"), &secret)
 	fromUnstructured(t, findObject(t, objs, "Deployment"), &deployment)
@@ -98,14 +96,8 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 		t.Errorf("Names: configuration %q, Service %q, Secret %q; the operator's defaults are %q, %q, %q", vwc.Name, svc.Name, secret.Name,
 			controllers.DefaultWebhookConfigName, controllers.DefaultWebhookServiceName, controllers.DefaultWebhookSecret)
 	}
-	if mwc.Name != controllers.DefaultMutatingWebhookConfigName {
-		t.Errorf("The mutating configuration is %q; the operator's default is %q", mwc.Name, controllers.DefaultMutatingWebhookConfigName)
-	}
 	var clients []admissionregistrationv1.WebhookClientConfig
 	for _, w := range vwc.Webhooks {
-		clients = append(clients, w.ClientConfig)
-	}
-	for _, w := range mwc.Webhooks {
 		clients = append(clients, w.ClientConfig)
 	}
 	for _, cc := range clients {
@@ -146,9 +138,6 @@ func TestKustomizeWebhookWiring(t *testing.T) {
 	}
 	if !grants(role.Rules, "validatingwebhookconfigurations", vwc.Name) {
 		t.Errorf("The ClusterRole does not let the operator update %s", vwc.Name)
-	}
-	if !grants(role.Rules, "mutatingwebhookconfigurations", mwc.Name) {
-		t.Errorf("The ClusterRole does not let the operator update %s", mwc.Name)
 	}
 	if !grants(nsRole.Rules, "secrets", secret.Name) {
 		t.Errorf("The Role of %s does not let the operator update Secret %s", deployment.Namespace, secret.Name)

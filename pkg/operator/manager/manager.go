@@ -98,7 +98,6 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.StringVar(&wh.CertDir, "webhook-cert-dir", "", "The directory of the webhook's tls.crt and tls.key (default <temp dir>/k8s-webhook-server/serving-certs).")
 	fs.StringVar(&wh.SecretName, "webhook-cert-secret", controllers.DefaultWebhookSecret, "The Secret, in the operator's namespace, that holds the rotated certificate.")
 	fs.StringVar(&wh.ConfigName, "webhook-config-name", controllers.DefaultWebhookConfigName, "The ValidatingWebhookConfiguration whose caBundle the rotation sets.")
-	fs.StringVar(&wh.MutatingConfigName, "webhook-mutating-config-name", controllers.DefaultMutatingWebhookConfigName, "The MutatingWebhookConfiguration of the pod assignment webhook, whose caBundle the rotation sets.")
 	fs.StringVar(&wh.ServiceName, "webhook-service-name", controllers.DefaultWebhookServiceName, "The Service, in the operator's namespace, that the certificate is issued for.")
 	fs.DurationVar(&opts.Rollout.Deadline, "rollout-deadline", controllers.DefaultRolloutDeadline, "How long a new scheduler revision may take to become available, from when the operator applied it, before it is rolled back; for owners that set no rolloutDeadlineSeconds.")
 	fs.DurationVar(&opts.Rollout.Unschedulable, "rollout-unschedulable-timeout", controllers.DefaultUnschedulableTimeout, "How long a new scheduler pod may stay Unschedulable (a preemption, a node being added) before its rollout is rolled back.")

@@ -1,20 +1,12 @@
 package webhooks
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	jsonpatch "gomodules.xyz/jsonpatch/v2"
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
@@ -202,100 +194,3 @@ func TestDecideError(t *testing.T) {
 	}
 }
 
-// TestHandle runs the handler on admission requests: the Namespace comes from the reader, and
-// the response patches the scheduler name and the annotation (adding the annotations map when
-// the pod has none).
-func TestHandle(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		makeNamespace("team", labelName, "binpack"),
-		makeNamespace("waiting", labelName, "gang"),
-	).Build()
-	notServed := func(_ context.Context, name string) (string, error) { return servedNames("binpack")(name) }
-	var recorded []string
-	record := func(name, result string) { recorded = append(recorded, name+" "+result) }
-	a := NewPodAssigner(scheme, reader, notServed, operatorNamespace, record)
-	cases := map[string]struct {
-		namespace   string
-		pod         *corev1.Pod
-		operation   admissionv1.Operation
-		wantPatches []jsonpatch.JsonPatchOperation
-		wantWarning []string
-		wantRecords []string
-	}{
-		"assigned, no annotations yet": {
-			namespace: "team", pod: makePod("team").obj(), operation: admissionv1.Create,
-			wantPatches: []jsonpatch.JsonPatchOperation{
-				jsonpatch.NewOperation("add", "/spec/schedulerName", "binpack"),
-				jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{schedulingv1alpha1.AnnotationAssignment: "assigned"}),
-			},
-			wantRecords: []string{"binpack assigned"},
-		},
-		"assigned, with annotations": {
-			namespace: "team", pod: makePod("team").annotation("a", "b").obj(), operation: admissionv1.Create,
-			wantPatches: []jsonpatch.JsonPatchOperation{
-				jsonpatch.NewOperation("add", "/spec/schedulerName", "binpack"),
-				jsonpatch.NewOperation("add", "/metadata/annotations/scheduling.schedops.io~1assignment", "assigned"),
-			},
-			wantRecords: []string{"binpack assigned"},
-		},
-		"fallback": {
-			namespace: "waiting", pod: makePod("waiting").obj(), operation: admissionv1.Create,
-			wantPatches: []jsonpatch.JsonPatchOperation{
-				jsonpatch.NewOperation("add", "/metadata/annotations", map[string]string{schedulingv1alpha1.AnnotationAssignment: "fallback: no SchedulerProfile has scheduler name gang"}),
-			},
-			wantWarning: []string{"the pod stays on default-scheduler, not scheduler gang: no SchedulerProfile has scheduler name gang"},
-			wantRecords: []string{"gang fallback"},
-		},
-		"a namespace the reader does not hold": {
-			namespace: "other", pod: makePod("other").obj(), operation: admissionv1.Create,
-		},
-		"an update": {
-			namespace: "team", pod: makePod("team").obj(), operation: admissionv1.Update,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			raw, err := json.Marshal(tc.pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-				Operation: tc.operation, Namespace: tc.namespace, Name: tc.pod.Name,
-				Kind:   metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-				Object: runtime.RawExtension{Raw: raw},
-			}}
-			recorded = nil
-			resp := a.Handle(t.Context(), req)
-			if !resp.Allowed {
-				t.Fatalf("Handle refused the pod: %v", resp.Result)
-			}
-			if diff := cmp.Diff(tc.wantPatches, resp.Patches); diff != "" {
-				t.Errorf("patches (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantWarning, resp.Warnings); diff != "" {
-				t.Errorf("warnings (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.wantRecords, recorded); diff != "" {
-				t.Errorf("recorded (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestResult(t *testing.T) {
-	for annotation, want := range map[string]string{
-		"assigned":                             "assigned",
-		"assigned although SchedulerProfile x": "assigned",
-		"fallback: no SchedulerProfile":        "fallback",
-		"skipped: the pod names scheduler x":   "skipped",
-		"dry-run: would assign x":              "dry-run",
-	} {
-		if got := result(annotation); got != want {
-			t.Errorf("result(%q) = %q, want %q", annotation, got, want)
-		}
-	}
-}

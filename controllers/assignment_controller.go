@@ -1,0 +1,173 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// The operator keeps the admission policies of namespace assignment and their parameters.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings;validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch
+// The binding of the gangs' policy reads PodGroups as its params: whoever binds a policy to params
+// must be able to read them.
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;list;watch
+
+// assignmentReconciler keeps the admission policies of namespace assignment, their bindings and
+// ServedNamesConfigMap, their parameters, as the profiles' status says: one key, every change of
+// a profile, and every change of the objects themselves, reconciles all of them.
+type assignmentReconciler struct {
+	client    client.Client
+	namespace string
+	// gangs answers whether the cluster serves PodGroups.
+	gangs *servedAPIs
+}
+
+// assignmentKey is the one request of the assignmentReconciler.
+var assignmentKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: AssignPolicyName}}
+
+// SetupWithManager watches the profiles, the policies, their bindings and the ConfigMap, and
+// reconciles once at start, so that every install path gets the policies.
+func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{assignmentKey} })
+	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return obj.GetLabels()[labelComponent] == "assignment"
+	}))
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("assignment").
+		Watches(&schedulingv1alpha1.SchedulerProfile{}, one, builder.WithPredicates(assignmentChange)).
+		Watches(&corev1.ConfigMap{}, one, ours).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(assignmentKey)
+			return nil
+		}))
+	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
+		b = b.Watches(obj, one, ours)
+	}
+	return b.Complete(r)
+}
+
+// assignmentChange passes the changes of a profile that assignment reads: its scheduler names,
+// access, conditions and deletion.
+var assignmentChange = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, b := e.ObjectOld.(*schedulingv1alpha1.SchedulerProfile), e.ObjectNew.(*schedulingv1alpha1.SchedulerProfile)
+		return a.Status.ServedSchedulerName != b.Status.ServedSchedulerName || profile.SchedulerName(a) != profile.SchedulerName(b) ||
+			!equality.Semantic.DeepEqual(a.Spec.Access, b.Spec.Access) || !equality.Semantic.DeepEqual(a.Status.Conditions, b.Status.Conditions) ||
+			!a.DeletionTimestamp.Equal(b.DeletionTimestamp)
+	},
+}
+
+// Reconcile applies ServedNamesConfigMap and the policies where they differ from what they
+// should be.
+func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	var profiles schedulingv1alpha1.SchedulerProfileList
+	if err := r.client.List(ctx, &profiles); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing SchedulerProfiles: %w", err)
+	}
+	served, notServed := assignmentNames(profiles.Items)
+	gangs, err := r.gangs.servesIfAsked(profile.GateAPI{GroupVersion: podGroupsAPI.Group + "/" + podGroupsAPI.Version, Resource: podGroupsAPI.Resource})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	cm := corev1ac.ConfigMap(ServedNamesConfigMap, r.namespace).
+		WithLabels(policyMeta(ServedNamesConfigMap).Labels).
+		WithData(servedNamesData(served, notServed))
+	if err := r.apply(ctx, cm, &corev1.ConfigMap{}, func(obj client.Object) (runtime.ApplyConfiguration, error) {
+		return corev1ac.ExtractConfigMap(obj.(*corev1.ConfigMap), FieldManager)
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, obj := range assignmentPolicies(r.namespace, accessOf(profiles.Items), gangs) {
+		if err := r.applyPolicy(ctx, obj); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if !gangs {
+		// PodGroups may be served later: asked again like a gate's missing API.
+		return reconcile.Result{RequeueAfter: apiRecheck}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// applyPolicy applies one of the objects of assignmentPolicies.
+func (r *assignmentReconciler) applyPolicy(ctx context.Context, obj any) error {
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		return applyTyped(ctx, r, o, admissionregistrationv1ac.MutatingAdmissionPolicy(o.Name), admissionregistrationv1ac.ExtractMutatingAdmissionPolicy)
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		return applyTyped(ctx, r, o, admissionregistrationv1ac.MutatingAdmissionPolicyBinding(o.Name), admissionregistrationv1ac.ExtractMutatingAdmissionPolicyBinding)
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		return applyTyped(ctx, r, o, admissionregistrationv1ac.ValidatingAdmissionPolicy(o.Name), admissionregistrationv1ac.ExtractValidatingAdmissionPolicy)
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		return applyTyped(ctx, r, o, admissionregistrationv1ac.ValidatingAdmissionPolicyBinding(o.Name), admissionregistrationv1ac.ExtractValidatingAdmissionPolicyBinding)
+	}
+	return fmt.Errorf("no apply of %T", obj)
+}
+
+// applyTyped applies the typed object obj as the apply configuration ac (filled from obj's JSON),
+// reading what FieldManager owns of the live object with extract.
+func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *assignmentReconciler, obj T, ac A, extract func(T, string) (A, error)) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encoding %T %s: %w", obj, obj.GetName(), err)
+	}
+	if err := json.Unmarshal(data, ac); err != nil {
+		return fmt.Errorf("decoding %T %s: %w", obj, obj.GetName(), err)
+	}
+	observed := obj.DeepCopyObject().(T)
+	return r.apply(ctx, ac, observed, func(live client.Object) (runtime.ApplyConfiguration, error) { return extract(live.(T), FieldManager) })
+}
+
+// apply server-side applies desired unless the fields FieldManager owns of the live object, read
+// from the cache into observed, already have its values.
+func (r *assignmentReconciler) apply(ctx context.Context, desired runtime.ApplyConfiguration, observed client.Object, extract func(client.Object) (runtime.ApplyConfiguration, error)) error {
+	meta, err := json.Marshal(desired)
+	if err != nil {
+		return err
+	}
+	var key struct {
+		Metadata struct{ Name, Namespace string }
+	}
+	if err := json.Unmarshal(meta, &key); err != nil {
+		return err
+	}
+	err = r.client.Get(ctx, client.ObjectKey{Name: key.Metadata.Name, Namespace: key.Metadata.Namespace}, observed)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("reading %T %s: %w", observed, key.Metadata.Name, err)
+	default:
+		current, err := extract(observed)
+		if err != nil {
+			return fmt.Errorf("extracting the fields of %T %s: %w", observed, key.Metadata.Name, err)
+		}
+		if equality.Semantic.DeepEqual(current, desired) {
+			return nil
+		}
+	}
+	if err := r.client.Apply(ctx, desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %T %s: %w", observed, key.Metadata.Name, err)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,10 @@ type assignmentReconciler struct {
 	namespace string
 	// gangs answers whether the cluster serves PodGroups.
 	gangs *servedAPIs
+	// stranded looks at the pending pods again when the served names change; served are the
+	// served names of the latest pass.
+	stranded *strandedPods
+	served   map[string]bool
 }
 
 // assignmentKey is the one request of the assignmentReconciler.
@@ -86,6 +91,10 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		return reconcile.Result{}, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
 	served, notServed := assignmentNames(profiles.Items)
+	if !maps.Equal(served, r.served) {
+		r.served = served
+		r.stranded.poke()
+	}
 	gangs, err := r.gangs.servesIfAsked(profile.GateAPI{GroupVersion: podGroupsAPI.Group + "/" + podGroupsAPI.Version, Resource: podGroupsAPI.Resource})
 	if err != nil {
 		return reconcile.Result{}, err

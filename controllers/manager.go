@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -56,6 +58,12 @@ type ManagerOptions struct {
 	// Preview bounds the previews of profiles' changes; zero fields take the defaults
 	// (DefaultPreviewMaxPods, DefaultPreviewCPULimit, DefaultPreviewTimeout).
 	Preview PreviewOptions
+	// StrandedPodGrace is how long a pending pod stays stranded on a scheduler name nobody serves
+	// before the operator deletes it for its controller to recreate; 0 deletes none.
+	StrandedPodGrace time.Duration
+	// StrandedInterval is how often the pending pods are looked at for stranded ones; 0 is
+	// DefaultStrandedInterval. Not a flag: tests set a short one.
+	StrandedInterval time.Duration
 	// MaxMembersPerScheduler is how many profiles a Scheduler serves; 0 is
 	// MaxMembersPerScheduler. Not a flag: tests set a small one.
 	MaxMembersPerScheduler int
@@ -115,6 +123,14 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if reconciler.previews, err = setupPreviews(mgr, o.Preview); err != nil {
 		return err
 	}
+	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("creating the client of stranded pods: %w", err)
+	}
+	reconciler.stranded = newStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(FieldManager), o.StrandedPodGrace, o.StrandedInterval)
+	if err := mgr.Add(reconciler.stranded); err != nil {
+		return fmt.Errorf("adding the finder of stranded pods: %w", err)
+	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
@@ -127,7 +143,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assignment := &assignmentReconciler{client: mgr.GetClient(), namespace: o.Namespace, gangs: newServedAPIs(apis)}
+	assignment := &assignmentReconciler{client: mgr.GetClient(), namespace: o.Namespace, gangs: newServedAPIs(apis), stranded: reconciler.stranded}
 	if err := assignment.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}

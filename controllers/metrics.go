@@ -36,6 +36,10 @@ var (
 		Name: "schedops_schedulerprofile_advice",
 		Help: "Findings of the profile doctor in a SchedulerProfile's status.advice, by code (docs/reference/advice.md).",
 	}, []string{"profile", "code"})
+	strandedPodsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "schedops_stranded_pods",
+		Help: "Pending pods that namespace assignment sent to a scheduler name no running scheduler serves any more, by scheduler name.",
+	}, []string{"scheduler_name"})
 	upgradeStops = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedops_upgrade_stops_total",
 		Help: "Times a scheduler was held on its image because the operator's new scheduler image was rolled back on another scheduler, which stopped the upgrade.",
@@ -43,7 +47,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, profileAdviceCount)
+	metrics.Registry.MustRegister(profileConditions, configValidationsFailed, rolloutsStarted, rollbacks, upgradeStops, schedulerBuilds, profileAdviceCount, strandedPodsGauge)
 }
 
 // Values of the config label of schedops_scheduler_builds_total.

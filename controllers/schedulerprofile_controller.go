@@ -66,6 +66,8 @@ type SchedulerProfileReconciler struct {
 	workers int
 	// cluster is what the advice's cluster checks read, once per change of the cluster.
 	cluster clusterView
+	// stranded counts the pending pods stranded on each scheduler name; nil counts none.
+	stranded *strandedPods
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
@@ -104,7 +106,13 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The status counts the Namespaces assigned to the profile's scheduler name.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A finished preview decides a guarded change and goes into the status.
-		WatchesRawSource(r.previews.source())
+		WatchesRawSource(r.previews.source()).
+		// status.servedSchedulerName follows the scheduler pods' readiness.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.profilesOfSchedulerPod), builder.WithPredicates(servingChanged))
+	if r.stranded != nil {
+		// status.strandedPods follows the pending pods.
+		b = b.WatchesRawSource(r.stranded.source())
+	}
 	// The advice of every profile follows the nodes' labels and the PriorityClasses.
 	return r.watchCluster(b).Complete(r)
 }
@@ -128,6 +136,27 @@ func (r *SchedulerProfileReconciler) otherProfiles(ctx context.Context, obj clie
 // membersOf enqueues the profiles that name a Scheduler.
 func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerRef: obj.GetName()})
+}
+
+// profilesOfSchedulerPod enqueues the profile whose own scheduler a pod runs, or the members of
+// the Scheduler it runs.
+func (r *SchedulerProfileReconciler) profilesOfSchedulerPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	if p, ok := obj.GetLabels()[LabelProfile]; ok {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: p}}}
+	}
+	if s, ok := obj.GetLabels()[LabelScheduler]; ok {
+		return r.membersOf(ctx, &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: s}})
+	}
+	return nil
+}
+
+// servingChanged passes the events of a scheduler pod that change whether it serves (podServes).
+var servingChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, aok := e.ObjectOld.(*corev1.Pod)
+		b, bok := e.ObjectNew.(*corev1.Pod)
+		return aok && bok && podServes(a) != podServes(b)
+	},
 }
 
 // membersOfDeployment enqueues the profiles of the Scheduler that a Deployment runs, when the
@@ -270,6 +299,8 @@ type observation struct {
 	adviceFailed  string
 	// servedName is the scheduler name a running scheduler serves for the profile (runningNames).
 	servedName string
+	// stranded counts the pending pods assigned to the name the profile asks for and not served.
+	stranded int32
 	// assigned are the Namespaces assigned to the scheduler name.
 	assigned schedulingv1alpha1.AssignedNamespaces
 	// preview holds a change back for its preview (spec.rollout.preview), and previewed is the
@@ -286,6 +317,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.servedName, err = r.servedNameFor(ctx, p, obs.schedulerName); err != nil {
 		return obs, err
 	}
+	obs.stranded = r.stranded.count(obs.schedulerName)
 	if p.Spec.SchedulerRef.Name != "" {
 		return obs, r.reconcileMember(ctx, p, obs)
 	}

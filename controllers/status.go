@@ -26,6 +26,7 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	st := &p.Status
 	st.SchedulerName = obs.schedulerName
 	st.ServedSchedulerName = obs.servedName
+	st.StrandedPods = obs.stranded
 	st.AssignedNamespaces = obs.assigned
 	if obs.config != nil && obs.applied {
 		st.ObservedGeneration = p.Generation

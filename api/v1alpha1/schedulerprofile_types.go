@@ -507,6 +507,13 @@ type SchedulerProfileStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	ServedSchedulerName string `json:"servedSchedulerName,omitempty"`
 
+	// strandedPods counts the pending pods that namespace assignment sent to the scheduler name the
+	// profile asks for while no running scheduler serves it: they wait until one does. The
+	// operator's --stranded-pod-grace deletes those a controller owns, for it to recreate them.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	StrandedPods int32 `json:"strandedPods,omitempty"`
+
 	// advice lists what the profile doctor found in the valid configuration of the latest spec:
 	// settings that will probably not do what was meant (docs/reference/advice.md). The codes
 	// of the annotation scheduling.schedops.io/advice-ignore are left out. Advice never stops a

@@ -22,7 +22,7 @@ func CounterSum(metric, label, value string) (float64, error) {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
-					total += m.GetCounter().GetValue()
+					total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -370,4 +371,120 @@ func TestAssignmentOfGangs(t *testing.T) {
 			t.Errorf("Pod %s got scheduler %q, annotation %q; want %s, assigned (PodGroup late)", pod.Name, pod.Spec.SchedulerName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment], name)
 		}
 	}
+}
+
+// podEvent waits for an event of reason about a pod whose note contains text.
+func (k *cluster) podEvent(t *testing.T, pod *corev1.Pod, reason, text string) {
+	t.Helper()
+	testutil.Eventually(t, assignTimeout, "event "+reason+" on pod "+pod.Name, func(ctx context.Context) error {
+		var list eventsv1.EventList
+		if err := k.admin.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Pod" && e.Regarding.Name == pod.Name && e.Reason == reason && strings.Contains(e.Note, text) {
+				return nil
+			}
+		}
+		return errors.New("none yet")
+	})
+}
+
+// TestStrandedPods: pending pods that the policy assigned to a name that then stops being served
+// are reported: an Event on each pod and on the profile, status.strandedPods, the metric. With
+// --stranded-pod-grace, the one a controller owns is deleted for its controller to recreate,
+// the bare one is kept. A deleted profile's stranded pods stay counted in the metric.
+func TestStrandedPods(t *testing.T) {
+	k := suiteCluster()
+	fast := func(o *controllers.ManagerOptions) { o.StrandedInterval = time.Second }
+	op := k.startOperatorWith(t, fast)
+	name := uniqueName("stranded")
+	p := k.servedProfile(t, testutil.MakeProfile(name).Obj())
+	ns := k.assignedNamespace(t, "stranded", schedulingv1alpha1.LabelAssignSchedulerName, name)
+	k.waitForAssignment(t, "the policy to assign "+ns, func() *corev1.Pod { return testutil.MakePod("probe", ns).Obj() }, name, "assigned")
+	owned := testutil.MakePod("owned", ns).Obj()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "6b1f0c5e-2d1a-4a5e-9f3c-0c2b8c1d7e11", Controller: ptr.To(true)}}
+	bare := testutil.MakePod("bare", ns).Obj()
+	for _, pod := range []*corev1.Pod{owned, bare} {
+		if err := k.admin.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+		if pod.Spec.SchedulerName != name {
+			t.Fatalf("Pod %s got scheduler %q, want %s", pod.Name, pod.Spec.SchedulerName, name)
+		}
+	}
+
+	// The scheduler stops serving: its pod is no longer ready.
+	var sched corev1.Pod
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: p.Status.DeploymentName + "-0"}, &sched); err != nil {
+		t.Fatal(err)
+	}
+	sched.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	if err := k.admin.Status().Update(t.Context(), &sched); err != nil {
+		t.Fatal(err)
+	}
+	k.waitForServed(t, name, "")
+	for _, pod := range []*corev1.Pod{owned, bare} {
+		k.podEvent(t, pod, controllers.EventReasonSchedulerNotServed, "the pod was assigned to scheduler "+name+", which no running scheduler serves")
+	}
+	k.waitForProfile(t, name, "status.strandedPods 2", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if p.Status.StrandedPods != 2 {
+			return fmt.Errorf("strandedPods %d", p.Status.StrandedPods)
+		}
+		return nil
+	})
+	k.waitForEvent(t, p, corev1.EventTypeWarning, controllers.EventReasonSchedulerNotServed, "2 pending pods were assigned to scheduler "+name)
+	if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", name); err != nil || n != 2 {
+		t.Errorf("schedops_stranded_pods{scheduler_name=%q} = %v (%v), want 2", name, n, err)
+	}
+	if err := k.admin.Get(t.Context(), client.ObjectKeyFromObject(owned), &corev1.Pod{}); err != nil {
+		t.Fatalf("Without a grace, the stranded pod was not kept: %v", err)
+	}
+
+	// With a grace, the owned pod goes, the bare one stays.
+	if err := op.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { fast(o); o.StrandedPodGrace = 2 * time.Second })
+	testutil.Eventually(t, assignTimeout, "the owned stranded pod to be deleted", func(ctx context.Context) error {
+		err := k.admin.Get(ctx, client.ObjectKeyFromObject(owned), &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	k.podEvent(t, owned, controllers.EventReasonStrandedPodDeleted, "for ReplicaSet web-1 to recreate it")
+	k.waitForProfile(t, name, "status.strandedPods 1", func(p *schedulingv1alpha1.SchedulerProfile) error {
+		if p.Status.StrandedPods != 1 {
+			return fmt.Errorf("strandedPods %d", p.Status.StrandedPods)
+		}
+		return nil
+	})
+	if err := k.admin.Get(t.Context(), client.ObjectKeyFromObject(bare), &corev1.Pod{}); err != nil {
+		t.Errorf("The bare stranded pod was not kept: %v", err)
+	}
+
+	// A served profile deleted with a pending assigned pod: the pod is stranded, with its Event
+	// and in the metric.
+	gone := uniqueName("stranded-gone")
+	q := k.servedProfile(t, testutil.MakeProfile(gone).Obj())
+	goneNS := k.assignedNamespace(t, "stranded-gone", schedulingv1alpha1.LabelAssignSchedulerName, gone)
+	k.waitForAssignment(t, "the policy to assign "+goneNS, func() *corev1.Pod { return testutil.MakePod("probe", goneNS).Obj() }, gone, "assigned")
+	left := testutil.MakePod("left", goneNS).Obj()
+	if err := k.admin.Create(t.Context(), left); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", gone); err != nil || n != 0 {
+		t.Errorf("Before the deletion, schedops_stranded_pods{scheduler_name=%q} = %v (%v), want 0", gone, n, err)
+	}
+	if err := k.admin.Delete(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	k.podEvent(t, left, controllers.EventReasonSchedulerNotServed, "no SchedulerProfile has scheduler name "+gone)
+	testutil.Eventually(t, assignTimeout, "the deleted profile's stranded pod in the metric", func(context.Context) error {
+		if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", gone); err != nil || n != 1 {
+			return fmt.Errorf("schedops_stranded_pods = %v (%v)", n, err)
+		}
+		return nil
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
@@ -34,6 +35,9 @@ var (
 	runner *schedrunner.Runner
 	// operator is the operator, running in this process.
 	operator *framework.Operator
+	// operatorOptions and operatorConfig are what the operator was started with.
+	operatorOptions controllers.ManagerOptions
+	operatorConfig  *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -99,7 +103,11 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if operator, err = framework.Start(cfg, controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: operatorenv.SchedulerImage, Webhook: webhook}); err != nil {
+	// A stranded pod is deleted after a short grace, for TestAssignmentThroughPolicy.
+	operatorOptions = controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: operatorenv.SchedulerImage, Webhook: webhook,
+		StrandedPodGrace: 10 * time.Second, StrandedInterval: 2 * time.Second}
+	operatorConfig = cfg
+	if operator, err = framework.Start(cfg, operatorOptions); err != nil {
 		return err
 	}
 	runner = schedrunner.New(schedrunner.Options{

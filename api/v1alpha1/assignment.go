@@ -20,7 +20,7 @@ const (
 	// AnnotationAssignment on a pod says what the assignment policy did and why: "assigned",
 	// "assigned although <reason>", "fallback: <reason>", "skipped: <reason>" or "dry-run: <what
 	// it would do>". On a PodGroup it is the decision its pods get, and on a pod of a PodGroup
-	// that decision followed by " (PodGroup <name>)".
+	// that decision followed by " (PodGroup <name>)", unless the pod names another scheduler.
 	AnnotationAssignment = "scheduling.schedops.io/assignment"
 )
 

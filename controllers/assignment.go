@@ -116,8 +116,15 @@ func heldBecause(p *schedulingv1alpha1.SchedulerProfile) string {
 }
 
 // accessOf are the profiles that restrict who may use them, by name, with the names they serve
-// or ask for.
+// or ask for. A name that another profile serves, or that the profile may not have (its
+// ConfigValid reason is SchedulerNameConflict), is left out: a profile restricts only its own name.
 func accessOf(profiles []schedulingv1alpha1.SchedulerProfile) []profileAccess {
+	servedBy := map[string]string{}
+	for i := range profiles {
+		if n := profiles[i].Status.ServedSchedulerName; n != "" {
+			servedBy[n] = profiles[i].Name
+		}
+	}
 	var out []profileAccess
 	for i := range profiles {
 		p := &profiles[i]
@@ -125,11 +132,19 @@ func accessOf(profiles []schedulingv1alpha1.SchedulerProfile) []profileAccess {
 		if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 			continue
 		}
-		names := []string{profile.SchedulerName(p)}
-		if s := p.Status.ServedSchedulerName; s != "" && s != names[0] {
+		var names []string
+		if s := p.Status.ServedSchedulerName; s != "" {
 			names = append(names, s)
 		}
-		out = append(out, profileAccess{profile: p.Name, names: names, selector: sel})
+		asked := profile.SchedulerName(p)
+		conflict := meta.FindStatusCondition(p.Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
+		if owner, served := servedBy[asked]; (!served || owner == p.Name) && !slices.Contains(names, asked) &&
+			(conflict == nil || conflict.Reason != schedulingv1alpha1.ReasonSchedulerNameConflict) {
+			names = append(names, asked)
+		}
+		if len(names) > 0 {
+			out = append(out, profileAccess{profile: p.Name, names: names, selector: sel})
+		}
 	}
 	slices.SortFunc(out, func(a, b profileAccess) int { return strings.Compare(a.profile, b.profile) })
 	return out

@@ -7,9 +7,11 @@ import (
 	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -33,11 +36,17 @@ import (
 // must be able to read them.
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=podgroups,verbs=get;list;watch
 
+// The policies are owned by the SchedulerProfile CRD, so that uninstalling the operator (which
+// deletes its CRDs) deletes them too: the operator reads the CRD's uid.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=schedulerprofiles.scheduling.schedops.io
+
 // assignmentReconciler keeps the admission policies of namespace assignment, their bindings and
 // ServedNamesConfigMap, their parameters, as the profiles' status says: one key, every change of
 // a profile, and every change of the objects themselves, reconciles all of them.
 type assignmentReconciler struct {
-	client    client.Client
+	client client.Client
+	// apiReader reads the SchedulerProfile CRD, which the cache does not hold.
+	apiReader client.Reader
 	namespace string
 	// gangs answers whether the cluster serves PodGroups.
 	gangs *servedAPIs
@@ -45,6 +54,27 @@ type assignmentReconciler struct {
 	// served names of the latest pass.
 	stranded *strandedPods
 	served   map[string]bool
+	// owner is the SchedulerProfile CRD, the owner of the policies, once read.
+	owner *metav1.OwnerReference
+}
+
+// profileCRD is the CustomResourceDefinition of SchedulerProfiles.
+const profileCRD = "schedulerprofiles.scheduling.schedops.io"
+
+// ownerOfPolicies is the owner reference of the policies to the SchedulerProfile CRD; nil while
+// it cannot be read (the policies are then kept without an owner).
+func (r *assignmentReconciler) ownerOfPolicies(ctx context.Context) *metav1.OwnerReference {
+	if r.owner != nil || r.apiReader == nil {
+		return r.owner
+	}
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := r.apiReader.Get(ctx, client.ObjectKey{Name: profileCRD}, crd); err != nil {
+		log.FromContext(ctx).V(1).Info("The policies of assignment are kept without an owner", "reason", err.Error())
+		return nil
+	}
+	r.owner = &metav1.OwnerReference{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition", Name: crd.Name, UID: crd.UID}
+	return r.owner
 }
 
 // assignmentKey is the one request of the assignmentReconciler.
@@ -107,7 +137,11 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	}); err != nil {
 		return reconcile.Result{}, err
 	}
+	owner := r.ownerOfPolicies(ctx)
 	for _, obj := range assignmentPolicies(r.namespace, accessOf(profiles.Items), gangs) {
+		if owner != nil {
+			obj.(metav1.Object).SetOwnerReferences([]metav1.OwnerReference{*owner})
+		}
 		if err := r.applyPolicy(ctx, obj); err != nil {
 			return reconcile.Result{}, err
 		}

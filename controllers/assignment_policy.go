@@ -50,7 +50,7 @@ func assignmentPolicies(ns string, access []profileAccess, gangs bool) []any {
 	objs := []any{assignPolicy(ns, access), mutatingBinding(AssignPolicyName, ns, nil)}
 	if gangs {
 		objs = append(objs, assignPodGroupsPolicy(ns, access), mutatingBinding(AssignPodGroupsPolicyName, ns, nil),
-			assignGangsPolicy(ns), mutatingBinding(AssignGangsPolicyName, "", &metav1.LabelSelector{
+			assignGangsPolicy(ns, access), mutatingBinding(AssignGangsPolicyName, "", &metav1.LabelSelector{
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: schedulingv1alpha1.LabelAssignSchedulerName, Operator: metav1.LabelSelectorOpExists}},
 			}))
 	}
@@ -225,7 +225,7 @@ func assignPodGroupsPolicy(ns string, access []profileAccess) *admissionregistra
 // so that every pod of the group gets the same scheduler name whenever the served names change
 // while the group is created. Its params are the PodGroups of the pod's namespace that carry a
 // decision; only the pod's own group matches.
-func assignGangsPolicy(ns string) *admissionregistrationv1.MutatingAdmissionPolicy {
+func assignGangsPolicy(ns string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
 	ann := celString(schedulingv1alpha1.AnnotationAssignment)
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
@@ -237,11 +237,15 @@ func assignGangsPolicy(ns string) *admissionregistrationv1.MutatingAdmissionPoli
 				admissionregistrationv1.MatchCondition{Name: "in-this-podgroup", Expression: "has(object.spec.schedulingGroup) && has(object.spec.schedulingGroup.podGroupName) && object.spec.schedulingGroup.podGroupName == params.metadata.name"},
 				admissionregistrationv1.MatchCondition{Name: "podgroup-decided", Expression: "has(params.metadata.annotations) && " + ann + " in params.metadata.annotations"}),
 			Variables: []admissionregistrationv1.Variable{
+				{Name: "labels", Expression: nsLabels},
 				{Name: "want", Expression: "params.metadata.labels[" + celString(schedulingv1alpha1.LabelAssignSchedulerName) + "]"},
 				{Name: "named", Expression: "has(object.spec.schedulerName) ? object.spec.schedulerName : ''"},
 				{Name: "decided", Expression: "params.metadata.annotations[" + ann + "]"},
+				// The access of the profile is asked again: it may have narrowed since the group's creation.
+				{Name: "denied", Expression: deniedExpression(access)},
 				{Name: "annotation", Expression: "variables.named != '' && variables.named != " + celString(schedulingv1alpha1.DefaultSchedulerName) +
-					" ? 'skipped: the pod names scheduler ' + variables.named : variables.decided + ' (PodGroup ' + params.metadata.name + ')'"},
+					" ? 'skipped: the pod names scheduler ' + variables.named : variables.denied != '' && variables.decided.startsWith('assigned') ? 'skipped: ' + variables.denied" +
+					" : variables.decided + ' (PodGroup ' + params.metadata.name + ')'"},
 				{Name: "schedulerName", Expression: "variables.annotation.startsWith('assigned ') ? variables.want : ''"},
 			},
 			Mutations:          podMutations,
@@ -360,8 +364,8 @@ func selectorExpression(sel *metav1.LabelSelector, labels string) string {
 		case metav1.LabelSelectorOpDoesNotExist:
 			terms = append(terms, fmt.Sprintf("!(%s in %s)", k, labels))
 		default:
-			// The CRD's validation refuses other operators; a selector that cannot be read
-			// admits nobody rather than everybody.
+			// Admission refuses other operators (webhooks.ValidateAccess); a selector that cannot be
+			// read admits nobody rather than everybody.
 			terms = append(terms, "false")
 		}
 	}

@@ -147,3 +147,44 @@ func TestSelectorExpression(t *testing.T) {
 		})
 	}
 }
+
+// TestAccessOf: a profile restricts the names it serves and asks for, never one another profile
+// serves or that it may not have.
+func TestAccessOf(t *testing.T) {
+	ml := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+	restricted := func(p schedulingv1alpha1.SchedulerProfile) schedulingv1alpha1.SchedulerProfile {
+		p.Spec.Access.NamespaceSelector = ml
+		return p
+	}
+	conflicting := restricted(servingProfile("thief", "gpu", "", 2, ""))
+	conflicting.Status.Conditions = []metav1.Condition{{Type: schedulingv1alpha1.ConditionConfigValid, Status: metav1.ConditionFalse, Reason: schedulingv1alpha1.ReasonSchedulerNameConflict}}
+	cases := map[string]struct {
+		profiles []schedulingv1alpha1.SchedulerProfile
+		want     map[string][]string
+	}{
+		"unrestricted": {profiles: []schedulingv1alpha1.SchedulerProfile{servingProfile("gpu", "gpu", "gpu", 1, "")}, want: map[string][]string{}},
+		"an empty selector": {profiles: []schedulingv1alpha1.SchedulerProfile{func() schedulingv1alpha1.SchedulerProfile {
+			p := servingProfile("gpu", "gpu", "gpu", 1, "")
+			p.Spec.Access.NamespaceSelector = &metav1.LabelSelector{}
+			return p
+		}()}, want: map[string][]string{}},
+		"served and asked": {profiles: []schedulingv1alpha1.SchedulerProfile{restricted(servingProfile("gpu", "gpu-v2", "gpu", 1, ""))}, want: map[string][]string{"gpu": {"gpu", "gpu-v2"}}},
+		"not served yet":   {profiles: []schedulingv1alpha1.SchedulerProfile{restricted(servingProfile("gpu", "gpu", "", 1, ""))}, want: map[string][]string{"gpu": {"gpu"}}},
+		"another profile serves the name it asks for": {
+			profiles: []schedulingv1alpha1.SchedulerProfile{servingProfile("owner", "gpu", "gpu", 1, ""), restricted(servingProfile("thief", "gpu", "", 2, ""))},
+			want:     map[string][]string{},
+		},
+		"refused the name it asks for": {profiles: []schedulingv1alpha1.SchedulerProfile{conflicting}, want: map[string][]string{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := map[string][]string{}
+			for _, a := range accessOf(tc.profiles) {
+				got[a.profile] = a.names
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("accessOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
 // +kubebuilder:rbac:groups=scheduling.schedops.io,resources=schedulerprofiles,verbs=get;list;watch
@@ -318,6 +319,11 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, err
 	}
 	obs.stranded = r.stranded.count(obs.schedulerName)
+	if errs := webhooks.ValidateAccess(p); len(errs) > 0 {
+		// The access policy reads it as admitting no namespace; nothing else of it changes.
+		obs.invalid = errs.ToAggregate().Error()
+		return obs, nil
+	}
 	if p.Spec.SchedulerRef.Name != "" {
 		return obs, r.reconcileMember(ctx, p, obs)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +90,9 @@ func (v *ProfileValidator) ValidateDelete(context.Context, *schedulingv1alpha1.S
 }
 
 func (v *ProfileValidator) validate(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (admission.Warnings, error) {
+	if errs := ValidateAccess(p); len(errs) > 0 {
+		return profileWarnings(p), apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("SchedulerProfile").GroupKind(), p.Name, errs)
+	}
 	list, err := v.storedProfiles(ctx, p.Name)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -271,4 +275,15 @@ func (v *SchedulerValidator) validate(ctx context.Context, s *schedulingv1alpha1
 		return warnings, apierrors.NewInvalid(schedulingv1alpha1.GroupVersion.WithKind("Scheduler").GroupKind(), s.Name, errs)
 	}
 	return warnings, nil
+}
+
+// ValidateAccess refuses a namespace selector in spec.access that is not a valid label selector
+// (an unknown operator, In or NotIn without values): the access policy would read it as selecting
+// no namespace.
+func ValidateAccess(p *schedulingv1alpha1.SchedulerProfile) field.ErrorList {
+	sel := p.Spec.Access.NamespaceSelector
+	if sel == nil {
+		return nil
+	}
+	return metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "access", "namespaceSelector"))
 }

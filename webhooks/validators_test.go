@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,30 @@ func TestCaughtUp(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := caughtUp(tc.stored, tc.cached, "r"); got != tc.want {
 				t.Errorf("caughtUp = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateAccess(t *testing.T) {
+	cases := map[string]struct {
+		sel     *metav1.LabelSelector
+		wantErr string
+	}{
+		"unset":        {},
+		"match labels": {sel: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}},
+		"an unknown operator": {sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
+			wantErr: "spec.access.namespaceSelector.matchExpressions[0].operator"},
+		"In without values": {sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}},
+			wantErr: "spec.access.namespaceSelector.matchExpressions[0].values"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &schedulingv1alpha1.SchedulerProfile{}
+			p.Spec.Access.NamespaceSelector = tc.sel
+			errs := ValidateAccess(p)
+			if tc.wantErr == "" && len(errs) > 0 || tc.wantErr != "" && (len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.wantErr)) {
+				t.Errorf("ValidateAccess = %v, want an error naming %q", errs, tc.wantErr)
 			}
 		})
 	}

@@ -22,10 +22,10 @@
 //   - shared: the operator and its webhook with one Scheduler of 50 and of 150 members created at
 //     once (in a child process per size and round): until all are served, one member's change,
 //     dry-run reviews of a member;
-//   - assign: the pod assignment webhook (in a child process per round, the operator in a process
-//     of its own): its latency per pod at a steady pace of pod creates in a labelled namespace,
-//     and the rate of pod creates in a labelled namespace against an unlabelled one, each beside
-//     a webhook configured alike that decides nothing;
+//   - assign: pod assignment by the operator's MutatingAdmissionPolicy (in a child process per
+//     round, the operator in a process of its own): the latency of pod creates at a steady pace
+//     and the rate of pod creates, in a labelled namespace against an unlabelled one, with the
+//     operator running and once it has stopped;
 //   - memory: the resident memory of kube-scheduler serving 1 profile, N profiles in one process
 //     and N profiles in N processes.
 //
@@ -155,7 +155,7 @@ func main() {
 	flag.StringVar(&o.operatorChild, "operator-child", "", "internal: run the operator benchmark in this process and write its result to this file")
 	flag.StringVar(&o.sharedMembers, "shared-members", "50,150", "members of the Scheduler that shared creates at once, one size per child process and round, comma-separated")
 	flag.IntVar(&o.reviews, "shared-reviews", 200, "dry-run updates of a member that shared times per size and round")
-	flag.StringVar(&o.webhooks, "webhooks", "config/webhook/manifests.yaml", "the operator's webhook configurations (validating and mutating), which shared and assign install")
+	flag.StringVar(&o.webhooks, "webhooks", "config/webhook/manifests.yaml", "the operator's webhook configurations, which shared installs")
 	flag.IntVar(&o.sharedChild, "shared-child-members", 0, "internal: run the shared benchmark for this many members in this process")
 	flag.StringVar(&o.cpuProfile, "shared-cpuprofile", "", "shared: write CPU profiles of a member's change and of the reviews to <this>-change.pprof and <this>-review.pprof")
 	flag.StringVar(&o.operatorCPUProfile, "operator-cpuprofile", "", "operator: write a CPU profile of the settling of the profiles to <this>-settle.pprof")
@@ -169,11 +169,11 @@ func main() {
 	flag.IntVar(&o.simulateCLINodes, "simulate-cli-nodes", 5000, "simulate-cli: nodes of the snapshot")
 	flag.IntVar(&o.simulateCLIPods, "simulate-cli-pods", 50000, "simulate-cli: pending pods of the snapshot, which the profile schedules")
 	flag.IntVar(&o.simulateCLIRounds, "simulate-cli-rounds", 0, "simulate-cli: runs of manager simulate; 0 is --rounds")
-	flag.IntVar(&o.assignPods, "assign-pods", 2000, "assign: pods created at --assign-rate in the labelled namespace, whose reviews are timed")
-	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the webhook is timed")
+	flag.IntVar(&o.assignPods, "assign-pods", 2000, "assign: pods created at --assign-rate in each namespace and phase, whose creates are timed")
+	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the creates are timed")
 	flag.IntVar(&o.assignClients, "assign-clients", 16, "assign: clients creating pods at once when the rate of creates is measured")
 	flag.IntVar(&o.assignBatch, "assign-batch", 500, "assign: pods per block when the rate of creates is measured")
-	flag.IntVar(&o.assignBlocks, "assign-blocks", 6, "assign: blocks per namespace and round; the namespaces take turns in the order of a balanced Latin square")
+	flag.IntVar(&o.assignBlocks, "assign-blocks", 6, "assign: blocks per namespace, phase and round; the namespaces take turns in the order of a balanced Latin square")
 	flag.StringVar(&o.childOut, "child-out", "", "internal: where a child process writes its result")
 	flag.Parse()
 	// profile.Validate builds the scheduler framework, which logs every plugin it configures, and

@@ -29,10 +29,6 @@ type operatorProcess struct {
 	// Webhook, when set, serves the operator's webhooks where the cluster's webhook
 	// configurations call.
 	Webhook *controllers.WebhookOptions
-	// FloorAddr, when set, is where the assign benchmark's floor webhook is served; it assigns
-	// SchedulerName.
-	FloorAddr     string
-	SchedulerName string
 	// CPUProfile, when set, is the prefix of a CPU profile of the process's whole life, written
 	// to <CPUProfile>-operator.pprof.
 	CPUProfile string
@@ -41,8 +37,8 @@ type operatorProcess struct {
 }
 
 // runOperatorProcess is an operator's process: the operator as main wires it, with its webhooks
-// and the floor webhook when it is told to serve them, until it is told to stop (SIGTERM). Its
-// garbage collector, goroutines and resident memory are theirs alone.
+// when it is told to serve them, until it is told to stop (SIGTERM). Its garbage collector,
+// goroutines and resident memory are theirs alone.
 func runOperatorProcess(ctx context.Context, o options) error {
 	data, err := os.ReadFile(o.operatorProcess)
 	if err != nil {
@@ -55,7 +51,7 @@ func runOperatorProcess(ctx context.Context, o options) error {
 	return profiled(p.CPUProfile, "operator", func() error { return serveOperator(ctx, p) })
 }
 
-// serveOperator runs the operator, and the floor webhook, as p says until ctx ends.
+// serveOperator runs the operator as p says until ctx ends.
 func serveOperator(ctx context.Context, p operatorProcess) error {
 	// As main reads its configuration: KUBECONFIG, and controller-runtime's client rate limit.
 	cfg, err := ctrl.GetConfig()
@@ -70,13 +66,6 @@ func serveOperator(ctx context.Context, p operatorProcess) error {
 		return err
 	}
 	defer stop()
-	if p.FloorAddr != "" {
-		floor, err := serveFloorWebhook(p.FloorAddr, p.Webhook.CertDir, p.SchedulerName)
-		if err != nil {
-			return err
-		}
-		defer floor.stop()
-	}
 	<-ctx.Done()
 	return nil
 }

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+)
+
+// assignChild is one round of the assign benchmark, in a child process: an envtest apiserver;
+// the operator in a process of its own, so that the benchmark's clients share neither its Go
+// runtime nor its garbage collector; a served profile; a namespace labelled with its scheduler
+// name and one not labelled. Once the operator's MutatingAdmissionPolicy assigns the labelled
+// namespace's pods, it measures the creates of both namespaces, stops the operator's process and
+// measures them again, and checks that every pod of the labelled namespace was assigned and none
+// of the unlabelled one touched.
+func assignChild(ctx context.Context, o options) error {
+	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "assign"), o.crds)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		return err
+	}
+	operator, err := startOperatorProcess(ctx, c, admin, o, "assign", operatorProcess{})
+	if err != nil {
+		return err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			operator.stop()
+		}
+	}()
+	schedulerName, err := servedProfile(ctx, admin, testutil.MakeProfile(assignProfile).Obj())
+	if err != nil {
+		return err
+	}
+	if err := createAssignNamespaces(ctx, admin, schedulerName); err != nil {
+		return err
+	}
+	r := assignResult{Rate: o.assignRate, Pods: o.assignPods, Clients: o.assignClients, Batch: o.assignBatch}
+	for i, phase := range assignPhases {
+		if i == 1 {
+			operator.stop()
+			stopped = true
+			// The apiserver keeps applying the policy with the params it has.
+			if err := waitAssigned(ctx, admin, assignLabelled); err != nil {
+				return fmt.Errorf("with the operator stopped: %w", err)
+			}
+		}
+		pid := 0
+		if !stopped {
+			pid = operator.pid()
+		}
+		p, err := measureAssignPhase(ctx, c.Client, o, pid, fmt.Sprintf("p%d", i))
+		if err != nil {
+			return fmt.Errorf("%s: %w", phase, err)
+		}
+		r.Phases = append(r.Phases, p)
+	}
+	if err := checkAssignments(ctx, c.Client, o, schedulerName); err != nil {
+		return err
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(o.childOut, data, 0o644)
+}
+
+// servedProfile creates the profile p, waits until it is Available, runs a pod of its
+// Deployment's template, running and ready as a kubelet would report it, and waits until the
+// profile's status says that its scheduler name is served; it returns that name.
+func servedProfile(ctx context.Context, admin client.Client, p *v1alpha1.SchedulerProfile) (string, error) {
+	if _, err := availableProfile(ctx, admin, p); err != nil {
+		return "", err
+	}
+	got := &v1alpha1.SchedulerProfile{}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+		return "", err
+	}
+	if err := runSchedulerPod(ctx, admin, got.Status.DeploymentName); err != nil {
+		return "", err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(p), got); err != nil {
+			return false, err
+		}
+		return got.Status.ServedSchedulerName != "" && got.Status.ServedSchedulerName == got.Status.SchedulerName, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("waiting for SchedulerProfile %s to be served: %w", p.Name, err)
+	}
+	return got.Status.ServedSchedulerName, nil
+}
+
+// runSchedulerPod creates a pod of the template of the operator's Deployment name, running and
+// ready, as the ReplicaSet controller and a kubelet would (none runs in envtest).
+func runSchedulerPod(ctx context.Context, admin client.Client, name string) error {
+	d := &appsv1.Deployment{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, d); err != nil {
+		return err
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name + "-0", Labels: d.Spec.Template.Labels, Annotations: d.Spec.Template.Annotations},
+		Spec:       d.Spec.Template.Spec,
+	}
+	pod.Spec.NodeName = "node-0"
+	if err := admin.Create(ctx, pod); err != nil {
+		return err
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if err := admin.Status().Update(ctx, pod); err != nil {
+		return fmt.Errorf("marking scheduler pod %s ready: %w", pod.Name, err)
+	}
+	return nil
+}
+
+// createAssignNamespaces creates the benchmark's namespaces and waits until the pods of the
+// labelled one are assigned.
+func createAssignNamespaces(ctx context.Context, admin client.Client, schedulerName string) error {
+	labels := map[string]map[string]string{assignLabelled: {v1alpha1.LabelAssignSchedulerName: schedulerName}}
+	for _, ns := range assignNamespaces {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels[ns]}}); err != nil {
+			return err
+		}
+	}
+	return waitAssigned(ctx, admin, assignLabelled)
+}
+
+// waitAssigned creates dry-run pods in ns until one is assigned: the apiserver has the policy,
+// its binding and the params that serve the name.
+func waitAssigned(ctx context.Context, admin client.Client, ns string) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pod := testutil.MakePod("probe", ns).Obj()
+		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
+			return false, err
+		}
+		return pod.Annotations[v1alpha1.AnnotationAssignment] == "assigned", nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the pods of namespace %s to be assigned: %w", ns, err)
+	}
+	return nil
+}
+
+// measureAssignPhase times o.assignPods paced creates in each namespace, then the blocks of
+// creates; prefix starts the names of the phase's pods.
+func measureAssignPhase(ctx context.Context, cs kubernetes.Interface, o options, operatorPID int, prefix string) (assignPhase, error) {
+	p := assignPhase{Creates: map[string][]time.Duration{}, Blocks: map[string][]time.Duration{}, CPU: map[string]blockCPU{}}
+	if err := timeCreates(ctx, cs, o, prefix, &p); err != nil {
+		return p, err
+	}
+	return p, createBlocks(ctx, cs, o, operatorPID, prefix, &p)
+}
+
+// timeCreates creates o.assignPods pods in each namespace at o.assignRate per second, in four
+// turns of half of them (labelled, unlabelled, unlabelled, labelled), so that a slow phase of the
+// machine falls on both, and records how long each create took.
+func timeCreates(ctx context.Context, cs kubernetes.Interface, o options, prefix string, p *assignPhase) error {
+	half := o.assignPods / 2
+	for turn, t := range []struct {
+		ns string
+		n  int
+	}{{assignLabelled, half}, {assignUnlabelled, half}, {assignUnlabelled, o.assignPods - half}, {assignLabelled, o.assignPods - half}} {
+		took, paced, err := pacedCreates(ctx, cs, t.ns, fmt.Sprintf("%s-paced-%d", prefix, turn), t.n, o.assignRate)
+		if err != nil {
+			return fmt.Errorf("creating pods in %s at a pace: %w", t.ns, err)
+		}
+		p.Creates[t.ns] = append(p.Creates[t.ns], took...)
+		if p.Paced == 0 || paced < p.Paced {
+			p.Paced = paced
+		}
+	}
+	return nil
+}
+
+// pacedCreates creates n pods named prefix-<i> in ns at rate per second, each when its time
+// comes whether the ones before have returned or not, and returns how long each took and the
+// pace held.
+func pacedCreates(ctx context.Context, cs kubernetes.Interface, ns, prefix string, n int, rate float64) ([]time.Duration, float64, error) {
+	interval := time.Duration(float64(time.Second) / rate)
+	took := make([]time.Duration, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for i := range n {
+		if d := time.Until(begin.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			start := time.Now()
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, assignPod(ns, fmt.Sprintf("%s-%05d", prefix, i)), metav1.CreateOptions{}); err != nil {
+				errs <- err
+			}
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	paced := float64(n) / time.Since(begin).Seconds()
+	close(errs)
+	if err := errors.Join(ctx.Err(), <-errs); err != nil {
+		return nil, 0, err
+	}
+	return took, paced, nil
+}
+
+// createBlocks creates o.assignBlocks blocks of o.assignBatch pods in each namespace, as fast as
+// o.assignClients clients can, the namespaces in turn in the order of a balanced Latin square,
+// and records each block's duration and CPU.
+func createBlocks(ctx context.Context, cs kubernetes.Interface, o options, operatorPID int, prefix string, p *assignPhase) error {
+	for b := range o.assignBlocks {
+		for _, i := range order(len(assignNamespaces), b) {
+			ns := assignNamespaces[i]
+			took, cpu, err := createBlock(ctx, cs, o, operatorPID, ns, fmt.Sprintf("%s-block-%02d", prefix, b))
+			if err != nil {
+				return fmt.Errorf("creating pods in %s: %w", ns, err)
+			}
+			p.Blocks[ns] = append(p.Blocks[ns], took)
+			total := p.CPU[ns]
+			total.add(cpu)
+			p.CPU[ns] = total
+		}
+	}
+	return nil
+}
+
+// createBlock creates o.assignBatch pods named prefix-<i> in ns with o.assignClients clients,
+// and returns how long it took and the CPU the processes spent meanwhile.
+func createBlock(ctx context.Context, cs kubernetes.Interface, o options, operatorPID int, ns, prefix string) (time.Duration, blockCPU, error) {
+	before, err := roundCPU(operatorPID)
+	if err != nil {
+		return 0, blockCPU{}, err
+	}
+	begin := time.Now()
+	err = cluster.ParallelN(ctx, o.assignClients, o.assignBatch, func(ctx context.Context, i int) error {
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, assignPod(ns, fmt.Sprintf("%s-%05d", prefix, i)), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, blockCPU{}, err
+	}
+	took := time.Since(begin)
+	after, err := roundCPU(operatorPID)
+	return took, blockCPU{ControlPlane: after.ControlPlane - before.ControlPlane, Operator: after.Operator - before.Operator, Clients: after.Clients - before.Clients}, err
+}
+
+// roundCPU is the CPU time so far of the round's processes: the apiserver and etcd (this
+// process's children but the operator's), the operator's (when operatorPID is not 0: it runs),
+// and this one's.
+func roundCPU(operatorPID int) (blockCPU, error) {
+	children, err := cluster.ChildrenCPU()
+	if err != nil {
+		return blockCPU{}, err
+	}
+	var operator time.Duration
+	if operatorPID != 0 {
+		if operator, err = localcluster.CPUTime(operatorPID); err != nil {
+			return blockCPU{}, err
+		}
+	}
+	return blockCPU{ControlPlane: children - operator, Operator: operator, Clients: rusage(syscall.RUSAGE_SELF)}, nil
+}
+
+// assignPod is a pod of the benchmark, named name, in namespace ns.
+func assignPod(ns, name string) *corev1.Pod {
+	p := cluster.Pod(name, "assign")
+	p.Namespace = ns
+	return p
+}
+
+// checkAssignments checks every pod the round created: those of the labelled namespace have the
+// profile's scheduler name and the annotation "assigned", those of the unlabelled one neither.
+func checkAssignments(ctx context.Context, cs kubernetes.Interface, o options, schedulerName string) error {
+	want := len(assignPhases) * (o.assignPods + o.assignBatch*o.assignBlocks)
+	if err := checkPods(ctx, cs, assignLabelled, want, func(p *corev1.Pod) bool {
+		return p.Spec.SchedulerName == schedulerName && p.Annotations[v1alpha1.AnnotationAssignment] == "assigned"
+	}); err != nil {
+		return err
+	}
+	return checkPods(ctx, cs, assignUnlabelled, want, func(p *corev1.Pod) bool {
+		_, annotated := p.Annotations[v1alpha1.AnnotationAssignment]
+		return p.Spec.SchedulerName == v1alpha1.DefaultSchedulerName && !annotated
+	})
+}
+
+// checkPods lists the pods of ns and checks that there are want of them, each ok.
+func checkPods(ctx context.Context, cs kubernetes.Interface, ns string, want int, ok func(*corev1.Pod) bool) error {
+	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	bad := 0
+	var example *corev1.Pod
+	for i := range list.Items {
+		if !ok(&list.Items[i]) {
+			bad++
+			example = &list.Items[i]
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d pods of namespace %s are not as the policy should leave them, for example %s: schedulerName %q, annotation %q",
+			bad, len(list.Items), ns, example.Name, example.Spec.SchedulerName, example.Annotations[v1alpha1.AnnotationAssignment])
+	}
+	if len(list.Items) != want {
+		return fmt.Errorf("namespace %s has %d pods, want %d", ns, len(list.Items), want)
+	}
+	return nil
+}

@@ -158,11 +158,15 @@ func applyMutation(expression string) admissionregistrationv1.Mutation {
 }
 
 // podMutations write a pod's annotation and scheduler name from variables annotation and
-// schedulerName.
-var podMutations = []admissionregistrationv1.Mutation{
-	applyMutation("Object{metadata: Object.metadata{annotations: {" + celString(schedulingv1alpha1.AnnotationAssignment) + ": variables.annotation}}}"),
-	applyMutation("variables.schedulerName == '' ? Object{} : Object{spec: Object.spec{schedulerName: variables.schedulerName}}"),
-}
+// schedulerName, as one JSON patch: a JSON patch costs the apiserver less than an apply
+// configuration, which merges the whole pod. The pod's scheduler name is always set (defaulted).
+var podMutations = []admissionregistrationv1.Mutation{{
+	PatchType: admissionregistrationv1.PatchTypeJSONPatch,
+	JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "(has(object.metadata.annotations)" +
+		" ? [JSONPatch{op: 'add', path: " + celString("/metadata/annotations/"+strings.ReplaceAll(schedulingv1alpha1.AnnotationAssignment, "/", "~1")) + ", value: variables.annotation}]" +
+		" : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {" + celString(schedulingv1alpha1.AnnotationAssignment) + ": variables.annotation}}])" +
+		" + (variables.schedulerName == '' ? [] : [JSONPatch{op: 'add', path: '/spec/schedulerName', value: variables.schedulerName}])"},
+}}
 
 // podCreates matches the creation of pods.
 func podCreates() []admissionregistrationv1.NamedRuleWithOperations {

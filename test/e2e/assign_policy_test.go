@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,23 @@ func assignedPod(t *testing.T, nodes testNodes, name, namespace string) *corev1.
 	pod.Namespace, pod.Spec.SchedulerName = namespace, ""
 	createAtOnce(t, pod)
 	return pod
+}
+
+// waitAssigning waits until the policy assigns a dry-run pod of namespace to want: the apiserver
+// sees a new namespace, and a new served name, a moment after they are written.
+func waitAssigning(t *testing.T, nodes testNodes, namespace, want string) {
+	t.Helper()
+	testutil.Eventually(t, 60*time.Second, "the policy to assign the pods of "+namespace+" to "+want, func(ctx context.Context) error {
+		probe := nodes.pod("probe", "", 100)
+		probe.Namespace, probe.Spec.SchedulerName = namespace, ""
+		if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
+			return err
+		}
+		if probe.Spec.SchedulerName != want {
+			return fmt.Errorf("scheduler %q, annotation %q", probe.Spec.SchedulerName, probe.Annotations[schedulingv1alpha1.AnnotationAssignment])
+		}
+		return nil
+	})
 }
 
 // waitPodEvent waits for an event of reason about the pod in its namespace.
@@ -91,6 +109,7 @@ spec:
 		servedAs(t, name, name, 90*time.Second)
 		old := "e2e-held-old"
 		assignedNamespace(t, old, name)
+		waitAssigning(t, nodes, old, name)
 		running := assignedPod(t, nodes, "held-running", old)
 		if running.Spec.SchedulerName != name {
 			t.Fatalf("pod %s got scheduler %q, want %s", running.Name, running.Spec.SchedulerName, name)
@@ -140,28 +159,45 @@ spec:
 		assignedNamespace(t, ns, name)
 		applyProfile(t, `
 metadata: {name: e2e-gang-assign}`)
-		pg := testutil.MakePodGroup("gang", ns).Gang(4).Obj()
-		if err := k8s.Create(t.Context(), pg); err != nil {
-			t.Fatal(err)
-		}
+		// The PodGroup records its decision when it is created; one created before the policy
+		// saw the new namespace has none: a new one is made until one has.
+		var pg *schedulingv1beta1.PodGroup
+		testutil.Eventually(t, 60*time.Second, "a PodGroup with a decision", func(ctx context.Context) error {
+			if pg != nil {
+				_ = k8s.Delete(ctx, pg)
+			}
+			pg = testutil.MakePodGroup(fmt.Sprintf("gang-%d", time.Now().UnixNano()%100000), ns).Gang(4).Obj()
+			if err := k8s.Create(ctx, pg); err != nil {
+				return err
+			}
+			if note := pg.Annotations[schedulingv1alpha1.AnnotationAssignment]; note == "" {
+				return errors.New("no decision")
+			}
+			return nil
+		})
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pg) })
+		t.Logf("PodGroup %s: %s", pg.Name, pg.Annotations[schedulingv1alpha1.AnnotationAssignment])
 		var gang []*corev1.Pod
 		member := func(i int) {
 			pod := nodes.pod(fmt.Sprintf("gang-%d", i), "", 100)
 			pod.Namespace, pod.Spec.SchedulerName = ns, ""
-			pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("gang")}
+			pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(pg.Name)}
 			createAtOnce(t, pod)
 			gang = append(gang, pod)
 		}
 		member(0)
 		member(1)
 		servedAs(t, name, name, 90*time.Second)
+		waitAssigning(t, nodes, ns, name)
 		member(2)
 		member(3)
 		for _, pod := range gang {
 			t.Logf("pod %s: scheduler %s, %s", pod.Name, pod.Spec.SchedulerName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment])
 			if pod.Spec.SchedulerName != gang[0].Spec.SchedulerName {
 				t.Errorf("pod %s of the PodGroup got scheduler %q, pod %s %q: a group must have one", pod.Name, pod.Spec.SchedulerName, gang[0].Name, gang[0].Spec.SchedulerName)
+			}
+			if want := pg.Annotations[schedulingv1alpha1.AnnotationAssignment] + " (PodGroup " + pg.Name + ")"; pod.Annotations[schedulingv1alpha1.AnnotationAssignment] != want {
+				t.Errorf("pod %s is annotated %q, want %q, its group's decision", pod.Name, pod.Annotations[schedulingv1alpha1.AnnotationAssignment], want)
 			}
 		}
 	})
@@ -190,17 +226,7 @@ metadata: {name: e2e-assign-down}`)
 		servedAs(t, name, name, 90*time.Second)
 		ns := "e2e-assign-down"
 		assignedNamespace(t, ns, name)
-		testutil.Eventually(t, 30*time.Second, "the policy to assign "+ns, func(ctx context.Context) error {
-			probe := nodes.pod("down-probe", "", 100)
-			probe.Namespace, probe.Spec.SchedulerName = ns, ""
-			if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
-				return err
-			}
-			if probe.Spec.SchedulerName != name {
-				return fmt.Errorf("scheduler %q", probe.Spec.SchedulerName)
-			}
-			return nil
-		})
+		waitAssigning(t, nodes, ns, name)
 		restartOperator(t, func() {
 			pod := assignedPod(t, nodes, "down", ns)
 			if pod.Spec.SchedulerName != name {
@@ -225,7 +251,7 @@ spec:
 		servedAs(t, name, name, 90*time.Second)
 		ns := "e2e-strand"
 		assignedNamespace(t, ns, name)
-		time.Sleep(2 * time.Second) // the policy's informer sees the served name
+		waitAssigning(t, nodes, ns, name)
 		deploy := workload(ns, test, 1)
 		if err := k8s.Create(t.Context(), deploy); err != nil {
 			t.Fatal(err)

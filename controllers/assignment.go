@@ -19,7 +19,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// The pod assignment webhook reads the labelled Namespaces from the cache.
+// status.assignedNamespaces counts the labelled Namespaces, from the cache.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // assignedNamespaces selects the Namespaces the cache holds: those that assign their pods to a

@@ -254,8 +254,8 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 // profile each is served for: those of the configuration of a scheduler pod of the operator's
 // namespace, among those that match (every one for nil), that is running, ready and not being
 // deleted. Unlike servedNamesIndex, which holds a name from the moment its Deployment is applied
-// until its last pod is gone, it holds only what schedules pods now: namespace assignment, the
-// status's servedSchedulerName and manager simulate read it.
+// until its last pod is gone, it holds only what schedules pods now. It is the status's
+// servedSchedulerName, which namespace assignment (its policies' params, stranded pods) reads.
 func (r *processObjects) runningNames(ctx context.Context, match client.ListOption) (servedNames, error) {
 	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
 		client.UnsafeDisableDeepCopy} // only read

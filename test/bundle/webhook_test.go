@@ -66,11 +66,10 @@ func refusedByWebhook(t *testing.T, c client.Client) {
 }
 
 // TestKustomizeWebhookWiring: in what `make deploy` installs, the operator's default flags name
-// the webhooks' objects: the configurations (validating, and mutating for pod assignment) whose
-// caBundle it sets, the Secret it writes and its
-// Deployment mounts at the default certificate directory, the Service it issues the certificate
-// for, which the configurations call and which targets the webhook's port; and the RBAC lets the
-// operator update exactly that Secret and those configurations.
+// the webhook's objects: the validating configuration whose caBundle it sets, the Secret it
+// writes and its Deployment mounts at the default certificate directory, the Service it issues
+// the certificate for, which the configuration calls and which targets the webhook's port; and
+// the RBAC lets the operator update exactly that Secret and that configuration.
 func TestKustomizeWebhookWiring(t *testing.T) {
 	objs := kustomizeBuild(t, "config/default", "registry.example/scheduler-profile-operator:v0.0.1")
 	var (

@@ -265,29 +265,39 @@ spec:
 	}
 }
 
-// TestNamespaceAssignmentThroughService: a pod that names no scheduler, created in a namespace
-// labelled with the batch-pool sample's scheduler name, gets that name from the operator's pod
-// assignment webhook, which the apiserver reaches through its Service with the certificate the
-// operator rotates into the mutating configuration; the batch-pool scheduler binds it in its pool.
-// Runs after TestSamples, which applies the samples.
-func TestNamespaceAssignmentThroughService(t *testing.T) {
+// TestNamespaceAssignmentThroughPolicy: a pod that names no scheduler, created in a namespace
+// labelled with the batch-pool sample's scheduler name, gets that name from the admission policy
+// that the operator of make deploy keeps in the apiserver; the batch-pool scheduler binds it in
+// its pool (kwok-0, kwok-1). Runs after TestSamples, which applies the samples.
+func TestNamespaceAssignmentThroughPolicy(t *testing.T) {
 	waitAvailable(t, "batch-pool", 3*time.Minute)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "node-assigned", Labels: map[string]string{schedulingv1alpha1.LabelAssignSchedulerName: "batch-pool"}}}
+	pod := assignsThroughPolicy(t, "node-assigned", "batch-pool")
+	if pod.Spec.NodeName != "kwok-0" && pod.Spec.NodeName != "kwok-1" {
+		t.Errorf("The assigned pod landed on %s, outside pool batch (kwok-0, kwok-1)", pod.Spec.NodeName)
+	}
+}
+
+// assignsThroughPolicy creates a namespace labelled with schedulerName, deleted when the test
+// ends, and in it a pod that names no scheduler; the operator's MutatingAdmissionPolicy must
+// assign it to schedulerName, whose scheduler binds it onto a kwok node. It returns the bound pod.
+func assignsThroughPolicy(t *testing.T, namespace, schedulerName string) *corev1.Pod {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{schedulingv1alpha1.LabelAssignSchedulerName: schedulerName}}}
 	if err := k8s.Create(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
-	pod := workloadPod("assigned", "node-assigned", "")
+	pod := workloadPod("assigned", "assigned", "")
 	pod.Namespace = ns.Name
-	// The operator's cache sees the new namespace a moment after it is created, and kube-proxy
-	// may not have programmed the Service yet: a pod created before either is left as it is, so
-	// dry-run creates are tried until one is assigned.
-	testutil.Eventually(t, 30*time.Second, "the webhook to assign a dry-run pod of "+ns.Name, func(ctx context.Context) error {
+	// The apiserver sees a new namespace, and the operator's served names, a moment after they
+	// are written: a pod created before is left as it is, so dry-run creates are tried until one
+	// is assigned.
+	testutil.Eventually(t, time.Minute, "the policy to assign a dry-run pod of "+ns.Name, func(ctx context.Context) error {
 		probe := pod.DeepCopy()
 		if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
 			return err
 		}
-		if probe.Spec.SchedulerName != "batch-pool" {
+		if probe.Spec.SchedulerName != schedulerName {
 			return fmt.Errorf("scheduler name %q, annotation %q", probe.Spec.SchedulerName, probe.Annotations[schedulingv1alpha1.AnnotationAssignment])
 		}
 		return nil
@@ -296,7 +306,7 @@ func TestNamespaceAssignmentThroughService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) })
-	testutil.Eventually(t, 30*time.Second, "pod "+pod.Name+" to be bound", func(ctx context.Context) error {
+	testutil.Eventually(t, time.Minute, "pod "+pod.Name+" to be bound", func(ctx context.Context) error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
 		}
@@ -306,10 +316,11 @@ func TestNamespaceAssignmentThroughService(t *testing.T) {
 		return nil
 	})
 	t.Logf("pod %s/%s: scheduler %s, node %s, %s", pod.Namespace, pod.Name, pod.Spec.SchedulerName, pod.Spec.NodeName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment])
-	if pod.Spec.SchedulerName != "batch-pool" || pod.Annotations[schedulingv1alpha1.AnnotationAssignment] != "assigned" {
-		t.Errorf("pod %s has scheduler name %q and annotation %q, want batch-pool, assigned", pod.Name, pod.Spec.SchedulerName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment])
+	if pod.Spec.SchedulerName != schedulerName || pod.Annotations[schedulingv1alpha1.AnnotationAssignment] != "assigned" {
+		t.Errorf("pod %s has scheduler name %q and annotation %q, want %s, assigned", pod.Name, pod.Spec.SchedulerName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment], schedulerName)
 	}
-	if pod.Spec.NodeName != "kwok-0" && pod.Spec.NodeName != "kwok-1" {
-		t.Errorf("The assigned pod landed on %s, outside pool batch (kwok-0, kwok-1)", pod.Spec.NodeName)
+	if !strings.HasPrefix(pod.Spec.NodeName, "kwok-") {
+		t.Errorf("The assigned pod landed on %s, not a kwok node", pod.Spec.NodeName)
 	}
+	return pod
 }

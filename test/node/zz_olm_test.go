@@ -122,7 +122,7 @@ func olmWebhook(t *testing.T, csv *operatorsv1alpha1.ClusterServiceVersion, depl
 // of bundle/manifests, the CSV's ServiceAccount and permissions, its webhooks with a certificate
 // OLM would have made, and its Deployment as written (OLM adds the certificate's volume), which
 // runs as a container on the real node; a profile is then admitted, refused when invalid, and
-// its scheduler binds a pod.
+// its scheduler binds a pod, and a namespace labelled with its name is assigned by the policy.
 func TestOLMBundleOnTheRealNode(t *testing.T) {
 	undeploy(t)
 	ctx := t.Context()
@@ -241,4 +241,8 @@ func TestOLMBundleOnTheRealNode(t *testing.T) {
 		}
 	}
 	t.Logf("binpack's scheduler, run by the bundle's operator on the real node, bound %s onto %s", pod2.Name, pod2.Spec.NodeName)
+
+	// The bundle's operator keeps the assignment policies itself: a labelled namespace is
+	// assigned under OLM too.
+	assignsThroughPolicy(t, "olm-assigned", "binpack")
 }

@@ -28,7 +28,8 @@ import (
 // `kubectl apply --server-side -f install.yaml`, which names the image by digest. The operator
 // runs on the real node from that archive, never pulled (the node reaches no registry); its
 // webhook refuses an invalid profile through its Service; the binpack sample rolls out a
-// scheduler of the same pinned image, which binds a pod.
+// scheduler of the same pinned image, which binds a pod; a namespace labelled with its name is
+// assigned by the policy the operator keeps.
 func TestReleaseOnTheRealNode(t *testing.T) {
 	ctx := t.Context()
 	if err := k8s.Get(ctx, types.NamespacedName{Name: namespace}, &corev1.Namespace{}); err == nil {
@@ -117,6 +118,8 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 		}
 		return nil
 	})
+	// The release's operator keeps the assignment policies: a labelled namespace is assigned.
+	assignsThroughPolicy(t, "release-assigned", "binpack")
 }
 
 // runsRelease checks that every container of pod runs, ready, the image of the release's digest:

@@ -200,8 +200,8 @@ func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []s
 	return w, nil
 }
 
-// assignPods gives the workload's pods the scheduler names their namespaces assign, as the pod
-// assignment webhook would when they are created, with the simulated profiles serving their
+// assignPods gives the workload's pods the scheduler names their namespaces assign, as the
+// assignment policy would when they are created, with the simulated profiles serving their
 // names, and annotates them as it would.
 func assignPods(pods []*corev1.Pod, cluster *simulate.Cluster, schedulerNames []string, operatorNamespace string) error {
 	namespaces := map[string]*corev1.Namespace{}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
@@ -20,6 +22,28 @@ const mirrorPodAnnotation = "kubernetes.io/config.mirror"
 
 // systemNamespaces are the cluster's own namespaces, whose pods are never assigned.
 var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// DeniedFunc says why the namespace ns may not use a scheduler name, by the spec.access of the
+// profile that has it; "" when it may.
+type DeniedFunc func(schedulerName string, ns *corev1.Namespace) string
+
+// AccessDenied is the DeniedFunc of profiles: a namespace that the spec.access of the profile of
+// a name does not select may not use it.
+func AccessDenied(profiles []*schedulingv1alpha1.SchedulerProfile, schedulerNameOf func(*schedulingv1alpha1.SchedulerProfile) string) DeniedFunc {
+	return func(name string, ns *corev1.Namespace) string {
+		for _, p := range profiles {
+			sel := p.Spec.Access.NamespaceSelector
+			if sel == nil || schedulerNameOf(p) != name {
+				continue
+			}
+			selector, err := metav1.LabelSelectorAsSelector(sel)
+			if err != nil || !selector.Matches(labels.Set(ns.Labels)) {
+				return "SchedulerProfile " + p.Name + " admits only the namespaces of its spec.access.namespaceSelector"
+			}
+		}
+		return ""
+	}
+}
 
 // decision is what the assigner does to a pod; the zero decision leaves it untouched.
 type decision struct {
@@ -34,7 +58,7 @@ type decision struct {
 // decide is the whole decision about a pod created in ns (nil: a namespace that is not
 // labelled). notServed says why no running scheduler serves a name, "" when one does; it is
 // asked only when the answer matters. The assignment policy decides the same in CEL.
-func decide(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, notServed func(string) (string, error)) (decision, error) {
+func decide(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, notServed func(string) (string, error), denied DeniedFunc) (decision, error) {
 	if neverTouched(pod, operatorNamespace) || ns == nil {
 		return decision{}, nil
 	}
@@ -52,6 +76,11 @@ func decide(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, not
 		d := skipped(fmt.Sprintf("unknown %s %q, want %s or %s", schedulingv1alpha1.LabelAssignMode, mode, schedulingv1alpha1.AssignModeEnforce, schedulingv1alpha1.AssignModeDryRun))
 		d.warning = "scheduler assignment " + d.annotation
 		return d, nil
+	}
+	if denied != nil {
+		if reason := denied(name, ns); reason != "" {
+			return skipped(reason), nil
+		}
 	}
 	dryRun := mode == schedulingv1alpha1.AssignModeDryRun
 	// Any fallback but none is default-scheduler: the value that never leaves a pod Pending.
@@ -81,8 +110,8 @@ func decide(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, not
 // labelled), given notServed, which says why no scheduler serves a name ("" when one does): the
 // scheduler name the pod gets ("" keeps its own) and the annotation it gets ("" none). manager
 // simulate assigns a workload's pods with it, as the policy would on the cluster.
-func Assign(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, notServed func(string) (string, error)) (schedulerName, annotation string, err error) {
-	d, err := decide(pod, ns, operatorNamespace, notServed)
+func Assign(pod *corev1.Pod, ns *corev1.Namespace, operatorNamespace string, notServed func(string) (string, error), denied DeniedFunc) (schedulerName, annotation string, err error) {
+	d, err := decide(pod, ns, operatorNamespace, notServed, denied)
 	return d.schedulerName, d.annotation, err
 }
 

@@ -149,6 +149,13 @@ func TestDecide(t *testing.T) {
 			want: decision{annotation: `skipped: unknown scheduling.schedops.io/scheduler-name-mode "audit", want enforce or dry-run`,
 				warning: `scheduler assignment skipped: unknown scheduling.schedops.io/scheduler-name-mode "audit", want enforce or dry-run`},
 		},
+		"a namespace the profile's access admits": {
+			pod: makePod("team").obj(), ns: makeNamespace("team", labelName, "gpu", "team", "ml"), served: []string{"gpu"}, want: decision{schedulerName: "gpu", annotation: "assigned"},
+		},
+		"a namespace the profile's access does not admit": {
+			pod: makePod("team").obj(), ns: makeNamespace("team", labelName, "gpu", "team", "web"), served: []string{"gpu"},
+			want: decision{annotation: "skipped: SchedulerProfile gpu admits only the namespaces of its spec.access.namespaceSelector"},
+		},
 		"an empty name": {
 			pod: makePod("team").obj(), ns: makeNamespace("team", labelName, ""), served: []string{""},
 			want: decision{annotation: `skipped: the namespace assigns "", which is no scheduler of the operator`},
@@ -160,7 +167,7 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := decide(tc.pod, tc.ns, operatorNamespace, servedNames(tc.served...))
+			got, err := decide(tc.pod, tc.ns, operatorNamespace, servedNames(tc.served...), gpuAccess)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,7 +184,7 @@ func TestDecideAsksOnlyWhenItMatters(t *testing.T) {
 	notServed := func(string) (string, error) { asked++; return "", nil }
 	ns := makeNamespace("team", labelName, "binpack")
 	for _, pod := range []*corev1.Pod{makePod("team").schedulerName("spread").obj(), makePod("team").nodeName("n").obj(), makePod("kube-system").obj()} {
-		if _, err := decide(pod, ns, operatorNamespace, notServed); err != nil {
+		if _, err := decide(pod, ns, operatorNamespace, notServed, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,9 +195,14 @@ func TestDecideAsksOnlyWhenItMatters(t *testing.T) {
 
 func TestDecideError(t *testing.T) {
 	boom := errors.New("boom")
-	_, err := decide(makePod("team").obj(), makeNamespace("team", labelName, "binpack"), operatorNamespace, func(string) (string, error) { return "", boom })
+	_, err := decide(makePod("team").obj(), makeNamespace("team", labelName, "binpack"), operatorNamespace, func(string) (string, error) { return "", boom }, nil)
 	if !errors.Is(err, boom) {
 		t.Errorf("decide: %v, want %v", err, boom)
 	}
 }
 
+// gpuAccess is the access of a profile gpu that admits the namespaces labelled team=ml.
+var gpuAccess = AccessDenied([]*schedulingv1alpha1.SchedulerProfile{{
+	ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
+	Spec:       schedulingv1alpha1.SchedulerProfileSpec{Access: schedulingv1alpha1.ProfileAccess{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}}},
+}}, func(p *schedulingv1alpha1.SchedulerProfile) string { return p.Name })

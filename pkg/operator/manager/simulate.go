@@ -160,7 +160,11 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 		if err := printFileAdvice(o.stderr, file, o.namespace, clusterOf(cluster)); err != nil {
 			return nil, err
 		}
-		workload, err := o.workload(cluster, names)
+		access, err := fileAccess(file)
+		if err != nil {
+			return nil, err
+		}
+		workload, err := o.workload(cluster, names, access)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +186,7 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 }
 
 // workload is the workload file's pods, or the cluster's pending pods for schedulerNames.
-func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []string) (*simulate.Workload, error) {
+func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []string, access webhooks.DeniedFunc) (*simulate.Workload, error) {
 	if o.workloadFile == "" {
 		return &simulate.Workload{Pods: cluster.PendingPods(schedulerNames)}, nil
 	}
@@ -194,7 +198,7 @@ func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []s
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.workloadFile, err)
 	}
-	if err := assignPods(w.Pods, cluster, schedulerNames, o.namespace); err != nil {
+	if err := assignPods(w.Pods, cluster, schedulerNames, o.namespace, access); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -202,8 +206,8 @@ func (o *simulateOptions) workload(cluster *simulate.Cluster, schedulerNames []s
 
 // assignPods gives the workload's pods the scheduler names their namespaces assign, as the
 // assignment policy would when they are created, with the simulated profiles serving their
-// names, and annotates them as it would.
-func assignPods(pods []*corev1.Pod, cluster *simulate.Cluster, schedulerNames []string, operatorNamespace string) error {
+// names and their spec.access (access, nil for none), and annotates them as it would.
+func assignPods(pods []*corev1.Pod, cluster *simulate.Cluster, schedulerNames []string, operatorNamespace string, access webhooks.DeniedFunc) error {
 	namespaces := map[string]*corev1.Namespace{}
 	for _, obj := range cluster.Objects {
 		if ns, ok := obj.(*corev1.Namespace); ok {
@@ -221,7 +225,7 @@ func assignPods(pods []*corev1.Pod, cluster *simulate.Cluster, schedulerNames []
 		if ns == "" {
 			ns = metav1.NamespaceDefault
 		}
-		name, annotation, err := webhooks.Assign(pod, namespaces[ns], operatorNamespace, served)
+		name, annotation, err := webhooks.Assign(pod, namespaces[ns], operatorNamespace, served, access)
 		if err != nil {
 			return err
 		}
@@ -254,6 +258,16 @@ func readObjectFile(file string) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return objs, nil
+}
+
+// fileAccess is the access of the SchedulerProfiles of a file (spec.access), as the assignment
+// policy applies it.
+func fileAccess(file string) (webhooks.DeniedFunc, error) {
+	objs, err := readObjects(file)
+	if err != nil {
+		return nil, err
+	}
+	return webhooks.AccessDenied(objs.profiles, profile.SchedulerName), nil
 }
 
 // loadSimulationProfile renders and validates the one profile of a file, as `manager render`

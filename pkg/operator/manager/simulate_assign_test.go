@@ -14,7 +14,7 @@ import (
 
 // TestSimulateAssignsNamespaces: a workload pod that names no scheduler, in a namespace the
 // cluster labels with a member's scheduler name, is simulated on that member, as the pod
-// assignment webhook would assign it; the pods of an unlabelled namespace go to the first
+// assignment policy would assign it; the pods of an unlabelled namespace go to the first
 // member, and a dry-run namespace assigns nothing.
 func TestSimulateAssignsNamespaces(t *testing.T) {
 	atRoot(t)

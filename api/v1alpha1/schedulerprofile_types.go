@@ -504,6 +504,7 @@ type SchedulerProfileStatus struct {
 	// invalid, refused or rolled back), and is empty while no scheduler serves the profile.
 	// Namespace assignment assigns served names only.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	ServedSchedulerName string `json:"servedSchedulerName,omitempty"`
 
@@ -511,7 +512,7 @@ type SchedulerProfileStatus struct {
 	// profile asks for while no running scheduler serves it: they wait until one does. The
 	// operator's --stranded-pod-grace deletes those a controller owns, for it to recreate them.
 	// +optional
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	StrandedPods int32 `json:"strandedPods,omitempty"`
 
 	// advice lists what the profile doctor found in the valid configuration of the latest spec:

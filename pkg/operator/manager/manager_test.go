@@ -22,12 +22,12 @@ func TestManagerOptions(t *testing.T) {
 	env := map[string]string{"OPERATOR_NAMESPACE": "ops", "RELATED_IMAGE_SCHEDULER": "example.com/spo:v1"}
 	rotating := &controllers.WebhookOptions{
 		Port: 9443, CertRotation: true, SecretName: "scheduler-profile-operator-webhook-server-cert",
-		ConfigName: "scheduler-profile-operator-validating-webhook-configuration",
+		ConfigName:  "scheduler-profile-operator-validating-webhook-configuration",
 		ServiceName: "scheduler-profile-operator-webhook-service",
 	}
 	provided := &controllers.WebhookOptions{
 		Port: 8443, CertDir: "/certs", SecretName: "scheduler-profile-operator-webhook-server-cert",
-		ConfigName: "scheduler-profile-operator-validating-webhook-configuration",
+		ConfigName:  "scheduler-profile-operator-validating-webhook-configuration",
 		ServiceName: "scheduler-profile-operator-webhook-service",
 	}
 	tests := []struct {

@@ -7,14 +7,12 @@ import (
 	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -40,9 +38,9 @@ import (
 // deletes its CRDs) deletes them too: the operator reads the CRD's uid.
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=schedulerprofiles.scheduling.schedops.io
 
-// assignmentReconciler keeps the admission policies of namespace assignment, their bindings and
-// ServedNamesConfigMap, their parameters, as the profiles' status says: one key, every change of
-// a profile, and every change of the objects themselves, reconciles all of them.
+// assignmentReconciler keeps the admission policies of namespace assignment and their bindings,
+// with the served names written into them, as the profiles' status says: one key, every change
+// of a profile, and every change of the objects themselves, reconciles all of them.
 type assignmentReconciler struct {
 	client client.Client
 	// apiReader reads the SchedulerProfile CRD, which the cache does not hold.
@@ -80,7 +78,7 @@ func (r *assignmentReconciler) ownerOfPolicies(ctx context.Context) *metav1.Owne
 // assignmentKey is the one request of the assignmentReconciler.
 var assignmentKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: AssignPolicyName}}
 
-// SetupWithManager watches the profiles, the policies, their bindings and the ConfigMap, and
+// SetupWithManager watches the profiles, the policies and their bindings, and
 // reconciles once at start, so that every install path gets the policies.
 func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{assignmentKey} })
@@ -90,7 +88,6 @@ func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("assignment").
 		Watches(&schedulingv1alpha1.SchedulerProfile{}, one, builder.WithPredicates(assignmentChange)).
-		Watches(&corev1.ConfigMap{}, one, ours).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			q.Add(assignmentKey)
 			return nil
@@ -113,8 +110,7 @@ var assignmentChange = predicate.Funcs{
 	},
 }
 
-// Reconcile applies ServedNamesConfigMap and the policies where they differ from what they
-// should be.
+// Reconcile applies the policies where they differ from what they should be.
 func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var profiles schedulingv1alpha1.SchedulerProfileList
 	if err := r.client.List(ctx, &profiles); err != nil {
@@ -129,16 +125,8 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	cm := corev1ac.ConfigMap(ServedNamesConfigMap, r.namespace).
-		WithLabels(policyMeta(ServedNamesConfigMap).Labels).
-		WithData(servedNamesData(served, notServed))
-	if err := r.apply(ctx, cm, &corev1.ConfigMap{}, func(obj client.Object) (runtime.ApplyConfiguration, error) {
-		return corev1ac.ExtractConfigMap(obj.(*corev1.ConfigMap), FieldManager)
-	}); err != nil {
-		return reconcile.Result{}, err
-	}
 	owner := r.ownerOfPolicies(ctx)
-	for _, obj := range assignmentPolicies(r.namespace, accessOf(profiles.Items), gangs) {
+	for _, obj := range assignmentPolicies(r.namespace, namesData(served, notServed), accessOf(profiles.Items), gangs) {
 		if owner != nil {
 			obj.(metav1.Object).SetOwnerReferences([]metav1.OwnerReference{*owner})
 		}

@@ -14,8 +14,8 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
 
-// Names of the admission policies the operator keeps, of their bindings (each binding has its
-// policy's name) and of the ConfigMap of served scheduler names, their parameters.
+// Names of the admission policies the operator keeps, and of their bindings (each binding has its
+// policy's name).
 const (
 	// AssignPolicyName assigns the pods of a labelled namespace to the scheduler name it asks for.
 	AssignPolicyName = "scheduler-profile-operator-assign"
@@ -27,9 +27,6 @@ const (
 	AccessPolicyName = "scheduler-profile-operator-access"
 	// AssignWarningsPolicyName warns the creator of a pod that fell back.
 	AssignWarningsPolicyName = "scheduler-profile-operator-assign-warnings"
-	// ServedNamesConfigMap, in the operator's namespace, holds the scheduler names that assignment
-	// knows: each key is a name, its value "" while a running scheduler serves it, else why not.
-	ServedNamesConfigMap = "scheduler-profile-operator-served-names"
 )
 
 // podGroupsAPI is the API of the PodGroups whose pods are assigned whole (KEP-4671).
@@ -44,13 +41,18 @@ type profileAccess struct {
 }
 
 // assignmentPolicies are the admission policies and bindings of namespace assignment, for an
-// operator in namespace ns: access lists the profiles that restrict who may use them, and gangs
-// says whether the cluster serves PodGroups, whose pods are then assigned by their group.
-func assignmentPolicies(ns string, access []profileAccess, gangs bool) []any {
-	objs := []any{assignPolicy(ns, access), mutatingBinding(AssignPolicyName, ns, nil)}
+// operator in namespace ns: names are the scheduler names assignment knows (namesData), access
+// lists the profiles that restrict who may use them, and gangs says whether the cluster serves
+// PodGroups, whose pods are then assigned by their group.
+//
+// The served names are written into the policies themselves rather than into params: a policy
+// whose params are ConfigMaps may only be created by whoever may read every ConfigMap of the
+// cluster, which the operator should not.
+func assignmentPolicies(ns string, names map[string]string, access []profileAccess, gangs bool) []any {
+	objs := []any{assignPolicy(ns, names, access), mutatingBinding(AssignPolicyName, nil)}
 	if gangs {
-		objs = append(objs, assignPodGroupsPolicy(ns, access), mutatingBinding(AssignPodGroupsPolicyName, ns, nil),
-			assignGangsPolicy(ns, access), mutatingBinding(AssignGangsPolicyName, "", &metav1.LabelSelector{
+		objs = append(objs, assignPodGroupsPolicy(ns, names, access), mutatingBinding(AssignPodGroupsPolicyName, nil),
+			assignGangsPolicy(ns, access), mutatingBinding(AssignGangsPolicyName, &metav1.LabelSelector{
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: schedulingv1alpha1.LabelAssignSchedulerName, Operator: metav1.LabelSelectorOpExists}},
 			}))
 	}
@@ -59,9 +61,9 @@ func assignmentPolicies(ns string, access []profileAccess, gangs bool) []any {
 	return objs
 }
 
-// servedNamesData is the data of ServedNamesConfigMap: every served name with "", every name a
+// namesData are the scheduler names assignment knows: every served name with "", every name a
 // profile asks for and no running scheduler serves with the reason.
-func servedNamesData(served map[string]bool, notServed map[string]string) map[string]string {
+func namesData(served map[string]bool, notServed map[string]string) map[string]string {
 	data := make(map[string]string, len(served)+len(notServed))
 	for name, reason := range notServed {
 		data[name] = reason
@@ -70,6 +72,15 @@ func servedNamesData(served map[string]bool, notServed map[string]string) map[st
 		data[name] = ""
 	}
 	return data
+}
+
+// celMap is m as a CEL map literal of strings, in the order of its keys.
+func celMap(m map[string]string) string {
+	entries := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		entries = append(entries, celString(k)+": "+celString(m[k]))
+	}
+	return "{" + strings.Join(entries, ", ") + "}"
 }
 
 // celString is s as a CEL string literal.
@@ -111,8 +122,8 @@ var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 // decisionVariables are the CEL variables of the decision about an object created in a labelled
 // namespace, as webhooks.Assign decides it: want, the name the namespace asks for; named, the
 // name the object names itself ("" for none); annotation, the decision; schedulerName, the
-// name the object gets ("" keeps its own). The params are ServedNamesConfigMap.
-func decisionVariables(named string, access []profileAccess) []admissionregistrationv1.Variable {
+// name the object gets ("" keeps its own). names are the names assignment knows (namesData).
+func decisionVariables(named string, names map[string]string, access []profileAccess) []admissionregistrationv1.Variable {
 	mode, fallback := celString(schedulingv1alpha1.LabelAssignMode), celString(schedulingv1alpha1.LabelAssignFallback)
 	return []admissionregistrationv1.Variable{
 		{Name: "labels", Expression: nsLabels},
@@ -122,7 +133,8 @@ func decisionVariables(named string, access []profileAccess) []admissionregistra
 		{Name: "fallbackNone", Expression: fallback + " in variables.labels && variables.labels[" + fallback + "] == " + celString(schedulingv1alpha1.AssignFallbackNone)},
 		{Name: "named", Expression: named},
 		{Name: "denied", Expression: deniedExpression(access)},
-		{Name: "reason", Expression: "has(params.data) && variables.want in params.data ? params.data[variables.want] : 'no SchedulerProfile has scheduler name ' + variables.want"},
+		{Name: "names", Expression: celMap(names)},
+		{Name: "reason", Expression: "variables.want in variables.names ? string(variables.names[variables.want]) : 'no SchedulerProfile has scheduler name ' + variables.want"},
 		{Name: "annotation", Expression: strings.Join([]string{
 			"variables.want == '' || variables.want == " + celString(schedulingv1alpha1.DefaultSchedulerName) + " ? 'skipped: the namespace assigns \"' + variables.want + '\", which is no scheduler of the operator'",
 			"variables.named != '' && variables.named != " + celString(schedulingv1alpha1.DefaultSchedulerName) + " ? 'skipped: the pod names scheduler ' + variables.named",
@@ -176,25 +188,21 @@ func podCreates() []admissionregistrationv1.NamedRuleWithOperations {
 	}}}
 }
 
-// servedNamesParams are the params of the policies that read ServedNamesConfigMap.
-var servedNamesParams = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
-
 // policyMeta is the metadata of an object of the policies.
 func policyMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Labels: map[string]string{labelName: "scheduler-profile-operator", labelComponent: "assignment", labelManagedBy: FieldManager}}
 }
 
 // assignPolicy assigns a pod of a labelled namespace that is not in a PodGroup.
-func assignPolicy(ns string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
+func assignPolicy(ns string, names map[string]string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: policyMeta(AssignPolicyName),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			ParamKind:        servedNamesParams,
 			MatchConstraints: &admissionregistrationv1.MatchResources{NamespaceSelector: labelledNamespaces(ns), ResourceRules: podCreates()},
 			MatchConditions: append(slices.Clone(podUntouched), admissionregistrationv1.MatchCondition{
 				Name: "not-in-a-podgroup", Expression: "!has(object.spec.schedulingGroup)"}),
-			Variables:          decisionVariables("has(object.spec.schedulerName) ? object.spec.schedulerName : ''", access),
+			Variables:          decisionVariables("has(object.spec.schedulerName) ? object.spec.schedulerName : ''", names, access),
 			Mutations:          podMutations,
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
@@ -205,17 +213,16 @@ func assignPolicy(ns string, access []profileAccess) *admissionregistrationv1.Mu
 // assignPodGroupsPolicy records the decision about the pods of a new PodGroup on the PodGroup:
 // its annotation, and its label LabelAssignSchedulerName, the name the namespace asked for, which
 // selects the PodGroups that decide for their pods.
-func assignPodGroupsPolicy(ns string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
+func assignPodGroupsPolicy(ns string, names map[string]string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: policyMeta(AssignPodGroupsPolicyName),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
-			ParamKind: servedNamesParams,
 			MatchConstraints: &admissionregistrationv1.MatchResources{NamespaceSelector: labelledNamespaces(ns), ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{podGroupsAPI.Group}, APIVersions: []string{podGroupsAPI.Version}, Resources: []string{podGroupsAPI.Resource}},
 			}}}},
-			Variables: decisionVariables("''", access),
+			Variables: decisionVariables("''", names, access),
 			Mutations: []admissionregistrationv1.Mutation{applyMutation("Object{metadata: Object.metadata{annotations: {" +
 				celString(schedulingv1alpha1.AnnotationAssignment) + ": variables.annotation}, labels: {" +
 				celString(schedulingv1alpha1.LabelAssignSchedulerName) + ": variables.want}}}")},
@@ -317,10 +324,10 @@ func assignWarningsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	}
 }
 
-// mutatingBinding binds a mutating policy to its params: ServedNamesConfigMap in namespace ns,
-// or, with ns "", the objects of the request's namespace that selector selects.
-func mutatingBinding(policy, ns string, selector *metav1.LabelSelector) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
-	ref := &admissionregistrationv1.ParamRef{Name: ServedNamesConfigMap, Namespace: ns, ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
+// mutatingBinding binds a mutating policy: without params for a nil selector, else to the
+// objects of the request's namespace that selector selects.
+func mutatingBinding(policy string, selector *metav1.LabelSelector) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	var ref *admissionregistrationv1.ParamRef
 	if selector != nil {
 		ref = &admissionregistrationv1.ParamRef{Selector: selector, ParameterNotFoundAction: ptr.To(admissionregistrationv1.AllowAction)}
 	}

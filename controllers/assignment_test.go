@@ -97,7 +97,8 @@ func TestAssignmentPoliciesGolden(t *testing.T) {
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"dev"}}},
 	}}}
 	var out []byte
-	for _, obj := range assignmentPolicies("schedops-system", access, true) {
+	names := namesData(map[string]bool{"binpack": true}, map[string]string{"gpu": "SchedulerProfile gpu is not Available (NoReplicasAvailable)"})
+	for _, obj := range assignmentPolicies("schedops-system", names, access, true) {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -159,6 +160,14 @@ func TestAssignmentPolicy(t *testing.T) {
 	unknownMode := k.assignedNamespace(t, "assign-mode", schedulingv1alpha1.LabelAssignSchedulerName, name, schedulingv1alpha1.LabelAssignMode, "sometimes")
 	plain := k.assignedNamespace(t, "assign-plain")
 	k.waitForAssignment(t, "the policy to assign "+labelled, func() *corev1.Pod { return testutil.MakePod("probe", labelled).Obj() }, name, "assigned")
+	// The SchedulerProfile CRD owns the policy: an uninstall, which deletes the CRD, deletes it.
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Name: controllers.AssignPolicyName}, policy); err != nil {
+		t.Fatal(err)
+	}
+	if refs := policy.OwnerReferences; len(refs) != 1 || refs[0].Kind != "CustomResourceDefinition" || refs[0].Name != "schedulerprofiles.scheduling.schedops.io" {
+		t.Errorf("The policy's owners are %+v, want the SchedulerProfile CRD", refs)
+	}
 
 	wcfg := rest.CopyConfig(k.cfg)
 	recorded := &warnings{}

@@ -266,6 +266,10 @@ spec:
 			t.Fatal(err)
 		}
 		t.Logf("%s: %s", controllers.EventReasonSchedulerNotServed, waitPodEvent(t, ns, first.Name, controllers.EventReasonSchedulerNotServed))
+		// The pass that recorded the event counted the pod; the grace has not ended yet.
+		if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", name); err != nil || n != 1 {
+			t.Errorf("schedops_stranded_pods{scheduler_name=%q} = %v (%v), want 1", name, n, err)
+		}
 		t.Logf("%s: %s", controllers.EventReasonStrandedPodDeleted, waitPodEvent(t, ns, first.Name, controllers.EventReasonStrandedPodDeleted))
 		again := waitDeploymentPod(t, ns, func(p *corev1.Pod) bool { return p.UID != first.UID })
 		t.Logf("the recreated pod %s: scheduler %s, %s", again.Name, again.Spec.SchedulerName, again.Annotations[schedulingv1alpha1.AnnotationAssignment])

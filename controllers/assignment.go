@@ -143,7 +143,7 @@ func accessOf(profiles []schedulingv1alpha1.SchedulerProfile) []profileAccess {
 			names = append(names, asked)
 		}
 		if len(names) > 0 {
-			out = append(out, profileAccess{profile: p.Name, names: names, selector: sel})
+			out = append(out, profileAccess{profile: p.Name, names: names, selector: sel.LabelSelector()})
 		}
 	}
 	slices.SortFunc(out, func(a, b profileAccess) int { return strings.Compare(a.profile, b.profile) })

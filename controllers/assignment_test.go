@@ -152,7 +152,7 @@ func TestSelectorExpression(t *testing.T) {
 // TestAccessOf: a profile restricts the names it serves and asks for, never one another profile
 // serves or that it may not have.
 func TestAccessOf(t *testing.T) {
-	ml := &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}
+	ml := &schedulingv1alpha1.NamespaceSelector{MatchLabels: map[string]string{"team": "ml"}}
 	restricted := func(p schedulingv1alpha1.SchedulerProfile) schedulingv1alpha1.SchedulerProfile {
 		p.Spec.Access.NamespaceSelector = ml
 		return p
@@ -166,7 +166,7 @@ func TestAccessOf(t *testing.T) {
 		"unrestricted": {profiles: []schedulingv1alpha1.SchedulerProfile{servingProfile("gpu", "gpu", "gpu", 1, "")}, want: map[string][]string{}},
 		"an empty selector": {profiles: []schedulingv1alpha1.SchedulerProfile{func() schedulingv1alpha1.SchedulerProfile {
 			p := servingProfile("gpu", "gpu", "gpu", 1, "")
-			p.Spec.Access.NamespaceSelector = &metav1.LabelSelector{}
+			p.Spec.Access.NamespaceSelector = &schedulingv1alpha1.NamespaceSelector{}
 			return p
 		}()}, want: map[string][]string{}},
 		"served and asked": {profiles: []schedulingv1alpha1.SchedulerProfile{restricted(servingProfile("gpu", "gpu-v2", "gpu", 1, ""))}, want: map[string][]string{"gpu": {"gpu", "gpu-v2"}}},

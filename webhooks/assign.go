@@ -36,7 +36,7 @@ func AccessDenied(profiles []*schedulingv1alpha1.SchedulerProfile, schedulerName
 			if sel == nil || schedulerNameOf(p) != name {
 				continue
 			}
-			selector, err := metav1.LabelSelectorAsSelector(sel)
+			selector, err := metav1.LabelSelectorAsSelector(sel.LabelSelector())
 			if err != nil || !selector.Matches(labels.Set(ns.Labels)) {
 				return "SchedulerProfile " + p.Name + " admits only the namespaces of its spec.access.namespaceSelector"
 			}

@@ -204,5 +204,5 @@ func TestDecideError(t *testing.T) {
 // gpuAccess is the access of a profile gpu that admits the namespaces labelled team=ml.
 var gpuAccess = AccessDenied([]*schedulingv1alpha1.SchedulerProfile{{
 	ObjectMeta: metav1.ObjectMeta{Name: "gpu"},
-	Spec:       schedulingv1alpha1.SchedulerProfileSpec{Access: schedulingv1alpha1.ProfileAccess{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}}},
+	Spec:       schedulingv1alpha1.SchedulerProfileSpec{Access: schedulingv1alpha1.ProfileAccess{NamespaceSelector: &schedulingv1alpha1.NamespaceSelector{MatchLabels: map[string]string{"team": "ml"}}}},
 }}, func(p *schedulingv1alpha1.SchedulerProfile) string { return p.Name })

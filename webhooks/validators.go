@@ -285,5 +285,5 @@ func ValidateAccess(p *schedulingv1alpha1.SchedulerProfile) field.ErrorList {
 	if sel == nil {
 		return nil
 	}
-	return metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "access", "namespaceSelector"))
+	return metav1validation.ValidateLabelSelector(sel.LabelSelector(), metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "access", "namespaceSelector"))
 }

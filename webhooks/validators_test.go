@@ -51,14 +51,14 @@ func TestCaughtUp(t *testing.T) {
 
 func TestValidateAccess(t *testing.T) {
 	cases := map[string]struct {
-		sel     *metav1.LabelSelector
+		sel     *schedulingv1alpha1.NamespaceSelector
 		wantErr string
 	}{
 		"unset":        {},
-		"match labels": {sel: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}},
-		"an unknown operator": {sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
+		"match labels": {sel: &schedulingv1alpha1.NamespaceSelector{MatchLabels: map[string]string{"team": "ml"}}},
+		"an unknown operator": {sel: &schedulingv1alpha1.NamespaceSelector{MatchExpressions: []schedulingv1alpha1.NamespaceSelectorRequirement{{Key: "team", Operator: "Near"}}},
 			wantErr: "spec.access.namespaceSelector.matchExpressions[0].operator"},
-		"In without values": {sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}},
+		"In without values": {sel: &schedulingv1alpha1.NamespaceSelector{MatchExpressions: []schedulingv1alpha1.NamespaceSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}},
 			wantErr: "spec.access.namespaceSelector.matchExpressions[0].values"},
 	}
 	for name, tc := range cases {

@@ -633,8 +633,59 @@ type ProcessStatus struct {
 
 // ProfileAccess says which namespaces may use a profile's scheduler name.
 type ProfileAccess struct {
-	// namespaceSelector selects the namespaces whose pods may name the profile's scheduler. An
-	// empty selector selects every namespace; unset is every namespace too.
+	// namespaceSelector selects the namespaces whose pods may name the profile's scheduler, by
+	// their labels, as a label selector does. An empty selector selects every namespace; unset is
+	// every namespace too.
 	// +optional
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	NamespaceSelector *NamespaceSelector `json:"namespaceSelector,omitempty"`
+}
+
+// NamespaceSelector is a label selector of namespaces (metav1.LabelSelector), with bounds: the
+// requirements are ANDed.
+type NamespaceSelector struct {
+	// matchLabels selects the namespaces that have each of these labels with these values.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="label keys are at most 317 characters and values at most 63"
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// matchExpressions selects the namespaces whose labels meet each of these requirements.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	MatchExpressions []NamespaceSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// NamespaceSelectorRequirement is a requirement on a namespace's label, as a label selector's.
+// +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",message="values are required for In and NotIn, and not allowed for Exists and DoesNotExist"
+type NamespaceSelectorRequirement struct {
+	// key is the label's key.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+
+	// operator is In, NotIn, Exists or DoesNotExist.
+	// +required
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+	Operator metav1.LabelSelectorOperator `json:"operator"`
+
+	// values are the label's values that In and NotIn compare with.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	Values []string `json:"values,omitempty"`
+}
+
+// LabelSelector is the selector as a metav1.LabelSelector; nil for nil.
+func (s *NamespaceSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	out := &metav1.LabelSelector{MatchLabels: s.MatchLabels}
+	for _, r := range s.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return out
 }

@@ -66,8 +66,9 @@ func (w *ProfileWrapper) Obj() *schedulingv1alpha1.SchedulerProfile {
 	return w.DeepCopy()
 }
 
-// Access sets spec.access.namespaceSelector: the namespaces that may use the profile.
-func (w *ProfileWrapper) Access(sel *metav1.LabelSelector) *ProfileWrapper {
-	w.Spec.Access.NamespaceSelector = sel
+// Access sets spec.access.namespaceSelector to select the namespaces with the labels: the
+// namespaces that may use the profile.
+func (w *ProfileWrapper) Access(labels map[string]string) *ProfileWrapper {
+	w.Spec.Access.NamespaceSelector = &schedulingv1alpha1.NamespaceSelector{MatchLabels: labels}
 	return w
 }

@@ -270,7 +270,7 @@ func TestProfileAccess(t *testing.T) {
 	k := suiteCluster()
 	k.startOperator(t, k.cfg)
 	name := uniqueName("access")
-	k.servedProfile(t, testutil.MakeProfile(name).Access(&metav1.LabelSelector{MatchLabels: map[string]string{"team": "ml"}}).Obj())
+	k.servedProfile(t, testutil.MakeProfile(name).Access(map[string]string{"team": "ml"}).Obj())
 	ml := k.assignedNamespace(t, "access-ml", "team", "ml", schedulingv1alpha1.LabelAssignSchedulerName, name)
 	other := k.assignedNamespace(t, "access-other", "team", "web", schedulingv1alpha1.LabelAssignSchedulerName, name)
 

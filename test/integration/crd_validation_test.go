@@ -43,6 +43,11 @@ spec:
 			wantErr: "a profile with spec.schedulerRef runs in that Scheduler's process"},
 		{name: "member with extenders", profile: `{metadata: {name: m}, spec: {schedulerRef: {name: batch}, extenders: [{urlPrefix: "http://127.0.0.1:8888", filterVerb: filter}]}}`,
 			wantErr: "a profile with spec.schedulerRef runs in that Scheduler's process"},
+		{name: "access by labels and expressions", profile: `{metadata: {name: a}, spec: {access: {namespaceSelector: {matchLabels: {team: ml}, matchExpressions: [{key: tier, operator: NotIn, values: [dev]}, {key: gpu, operator: Exists}]}}}}`},
+		{name: "access with an unknown operator", profile: `{metadata: {name: a}, spec: {access: {namespaceSelector: {matchExpressions: [{key: tier, operator: Near}]}}}}`,
+			wantErr: `spec.access.namespaceSelector.matchExpressions[0].operator: Unsupported value: "Near"`},
+		{name: "access In without values", profile: `{metadata: {name: a}, spec: {access: {namespaceSelector: {matchExpressions: [{key: tier, operator: In}]}}}}`,
+			wantErr: "values are required for In and NotIn, and not allowed for Exists and DoesNotExist"},
 		{name: "schedulerRef to an invalid name", profile: `{metadata: {name: m}, spec: {schedulerRef: {name: Batch_1}}}`,
 			wantErr: "spec.schedulerRef.name in body should match"},
 		{name: "free-form plugin args", profile: `

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -33,15 +31,11 @@ import (
 // measures them again, and checks that every pod of the labelled namespace was assigned and none
 // of the unlabelled one touched.
 func assignChild(ctx context.Context, o options) error {
-	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "assign"), o.crds)
+	c, admin, err := startClusterWithCRDs(o, "assign")
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		return err
-	}
 	operator, err := startOperatorProcess(ctx, c, admin, o, "assign", operatorProcess{})
 	if err != nil {
 		return err

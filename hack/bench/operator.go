@@ -151,6 +151,22 @@ func settleGoal(profiles int, median, controlPlaneCPU float64) string {
 		controlPlaneCPU, controlPlaneCPU/float64(runtime.NumCPU()), runtime.NumCPU())
 }
 
+// startClusterWithCRDs starts an envtest apiserver and etcd of their own under the directory
+// name, with the operator's CRDs, and returns them with a client of the administrator. The caller
+// stops the cluster.
+func startClusterWithCRDs(o options, name string) (*cluster.Cluster, client.Client, error) {
+	c, err := cluster.Start(o.assets, filepath.Join(o.dir, name), o.crds)
+	if err != nil {
+		return nil, nil, err
+	}
+	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	if err != nil {
+		c.Stop()
+		return nil, nil, err
+	}
+	return c, admin, nil
+}
+
 // operatorChild is the operator benchmark proper. It creates o.operatorProfiles profiles at once
 // on an envtest apiserver with the operator running in this process, waits until each is
 // ConfigValid with its Deployment applied, marks the Deployments available (no Deployment
@@ -158,15 +174,11 @@ func settleGoal(profiles int, median, controlPlaneCPU float64) string {
 // new cache lists every profile and reconciles each once, and counts the write requests of that
 // pass: the steady state, in which nothing should be written.
 func operatorChild(ctx context.Context, o options) error {
-	c, err := cluster.Start(o.assets, filepath.Join(o.dir, "operator"), o.crds)
+	c, admin, err := startClusterWithCRDs(o, "operator")
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		return err
-	}
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
 		return err
 	}

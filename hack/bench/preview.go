@@ -99,13 +99,8 @@ func benchPreview(ctx context.Context, o options) ([]stats.Row, error) {
 // (of no running configuration) has no pods, and the operator has previewed none when its idle
 // memory is read. The caller stops the operator and then the cluster.
 func startPreviewBench(ctx context.Context, o options, name string, p operatorProcess) (*cluster.Cluster, client.Client, *operatorProc, string, error) {
-	c, err := cluster.Start(o.assets, filepath.Join(o.dir, name), o.crds)
+	c, admin, err := startClusterWithCRDs(o, name)
 	if err != nil {
-		return nil, nil, nil, "", err
-	}
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
-	if err != nil {
-		c.Stop()
 		return nil, nil, nil, "", err
 	}
 	operator, err := startOperatorProcess(ctx, c, admin, o, name, p)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -122,26 +120,6 @@ func (k *cluster) waitForAssignment(t *testing.T, what string, mk func() *corev1
 	})
 }
 
-// warnings records the warnings the apiserver returns.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, msg string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, msg)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
-
 // TestAssignmentPolicy: the apiserver assigns the pods of labelled namespaces through the
 // operator's MutatingAdmissionPolicy, with no webhook server anywhere. A pod gets the served
 // name and the annotation; one that names a scheduler, is bound or is a DaemonSet's keeps what it
@@ -169,13 +147,7 @@ func TestAssignmentPolicy(t *testing.T) {
 		t.Errorf("The policy's owners are %+v, want the SchedulerProfile CRD", refs)
 	}
 
-	wcfg := rest.CopyConfig(k.cfg)
-	recorded := &warnings{}
-	wcfg.WarningHandler = recorded
-	c, err := client.New(wcfg, client.Options{Scheme: operatorenv.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, recorded := testutil.WarningClient(t, k.cfg, operatorenv.NewScheme())
 	daemonPod := testutil.MakePod("daemon", labelled).Obj()
 	daemonPod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "0d2c1c52-5b0e-4c1e-9a53-2f1f0f6f3b11"}}
 	bound := testutil.MakePod("bound", labelled).Obj()
@@ -201,14 +173,14 @@ func TestAssignmentPolicy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			recorded.take()
+			recorded.Take()
 			if err := c.Create(t.Context(), tc.pod); err != nil {
 				t.Fatalf("Creating the pod: %v", err)
 			}
 			if tc.pod.Spec.SchedulerName != tc.wantScheduler || tc.pod.Annotations[schedulingv1alpha1.AnnotationAssignment] != tc.wantNote {
 				t.Errorf("scheduler %q, annotation %q; want %q, %q", tc.pod.Spec.SchedulerName, tc.pod.Annotations[schedulingv1alpha1.AnnotationAssignment], tc.wantScheduler, tc.wantNote)
 			}
-			got := recorded.take()
+			got := recorded.Take()
 			if tc.wantWarning == "" && len(got) > 0 || tc.wantWarning != "" && !slicesContains(got, tc.wantWarning) {
 				t.Errorf("warnings %q, want %q", got, tc.wantWarning)
 			}

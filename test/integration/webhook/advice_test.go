@@ -22,13 +22,10 @@ func TestAdviceReachesTheClient(t *testing.T) {
 	ctx := t.Context()
 	c, recorded := warningClient(t)
 	take := func() []string {
-		recorded.mu.Lock()
-		defer recorded.mu.Unlock()
 		var codes []string
-		for _, w := range recorded.list {
+		for _, w := range recorded.Take() {
 			codes = append(codes, strings.SplitN(w, ":", 2)[0])
 		}
-		recorded.list = nil
 		return codes
 	}
 	const mostAllocated = `{"scoringStrategy":{"type":"MostAllocated"}}`

@@ -3,12 +3,10 @@ package webhook
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,29 +15,10 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
-// warnings records the admission warnings a client receives.
-type warnings struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.list = append(w.list, text)
-}
-
 // warningClient is a client of the suite's apiserver that records the warnings it receives.
-func warningClient(t *testing.T) (client.Client, *warnings) {
+func warningClient(t *testing.T) (client.Client, *testutil.Warnings) {
 	t.Helper()
-	recorded := &warnings{}
-	wcfg := rest.CopyConfig(cfg)
-	wcfg.WarningHandler = recorded
-	c, err := client.New(wcfg, client.Options{Scheme: operatorenv.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, recorded
+	return testutil.WarningClient(t, cfg, operatorenv.NewScheme())
 }
 
 // TestHTTPSExtenderNeedsACAOrInsecure: an HTTPS extender without a CA is refused at create with
@@ -72,16 +51,15 @@ func TestHTTPSExtenderNeedsACAOrInsecure(t *testing.T) {
 	t.Cleanup(func() {
 		_ = k8sClient.Delete(context.Background(), insecure, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
-	recorded.mu.Lock()
-	defer recorded.mu.Unlock()
+	got := recorded.Take()
 	// The second is advice: an extender switches off the scheduler's batching.
 	wantWarnings := []string{"spec.extenders[0].tlsConfig.insecure: the extender's certificate is not verified", "SPA402: "}
-	if len(recorded.list) != len(wantWarnings) {
-		t.Fatalf("Warnings %q, want %d starting with %q", recorded.list, len(wantWarnings), wantWarnings)
+	if len(got) != len(wantWarnings) {
+		t.Fatalf("Warnings %q, want %d starting with %q", got, len(wantWarnings), wantWarnings)
 	}
 	for i, want := range wantWarnings {
-		if !strings.HasPrefix(recorded.list[i], want) {
-			t.Errorf("Warning %q, want one starting %q", recorded.list[i], want)
+		if !strings.HasPrefix(got[i], want) {
+			t.Errorf("Warning %q, want one starting %q", got[i], want)
 		}
 	}
 }

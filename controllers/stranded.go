@@ -138,19 +138,14 @@ func (s *strandedPods) pass(ctx context.Context) (time.Duration, error) {
 		return s.interval, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
 	served, notServed := assignmentNames(profiles.Items)
-	pending, err := s.pendingPods(ctx)
-	if err != nil {
-		return s.interval, err
-	}
 	now := s.now()
 	next := s.interval
 	counts := map[string]int32{}
 	seen := map[types.UID]bool{}
-	for i := range pending {
-		pod := &pending[i]
+	err := s.eachPendingPod(ctx, func(pod *corev1.Pod) error {
 		name := pod.Spec.SchedulerName
 		if served[name] || !assignedByPolicy(pod) {
-			continue
+			return nil
 		}
 		seen[pod.UID] = true
 		counts[name]++
@@ -170,15 +165,16 @@ func (s *strandedPods) pass(ctx context.Context) (time.Duration, error) {
 				"the pod was assigned to scheduler %s, which no running scheduler serves: %s; it waits Pending until one does", name, reason)
 		}
 		if !s.deletable(pod) {
-			continue
+			return nil
 		}
 		if wait := since.Add(s.grace).Sub(now); wait > 0 {
 			next = min(next, wait)
-			continue
+			return nil
 		}
-		if err := s.delete(ctx, pod, name, reason); err != nil {
-			return s.interval, err
-		}
+		return s.delete(ctx, pod, name, reason)
+	})
+	if err != nil {
+		return s.interval, err
 	}
 	s.mu.Lock()
 	maps.DeleteFunc(s.since, func(uid types.UID, _ time.Time) bool { return !seen[uid] })
@@ -189,22 +185,25 @@ func (s *strandedPods) pass(ctx context.Context) (time.Duration, error) {
 	return next, nil
 }
 
-// pendingPods lists the pods of the cluster that wait for a scheduler other than the default
-// one, a page at a time.
-func (s *strandedPods) pendingPods(ctx context.Context) ([]corev1.Pod, error) {
+// eachPendingPod calls f with each pod of the cluster that waits for a scheduler other than the
+// default one, a page at a time, so that the pending pods are never all in memory at once.
+func (s *strandedPods) eachPendingPod(ctx context.Context, f func(*corev1.Pod) error) error {
 	selector := fields.AndSelectors(fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
 		fields.OneTermEqualSelector("spec.nodeName", ""),
 		fields.OneTermNotEqualSelector("spec.schedulerName", schedulingv1alpha1.DefaultSchedulerName))
-	var out []corev1.Pod
 	cont := ""
 	for {
 		var list corev1.PodList
 		if err := s.pods.List(ctx, &list, client.MatchingFieldsSelector{Selector: selector}, client.Limit(strandedListPage), client.Continue(cont)); err != nil {
-			return nil, fmt.Errorf("listing pending pods: %w", err)
+			return fmt.Errorf("listing pending pods: %w", err)
 		}
-		out = append(out, list.Items...)
+		for i := range list.Items {
+			if err := f(&list.Items[i]); err != nil {
+				return err
+			}
+		}
 		if cont = list.Continue; cont == "" {
-			return out, nil
+			return nil
 		}
 	}
 }

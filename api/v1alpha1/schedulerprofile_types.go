@@ -663,12 +663,12 @@ type NamespaceSelectorRequirement struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
-	Key string `json:"key"`
+	Key string `json:"key,omitempty"`
 
 	// operator is In, NotIn, Exists or DoesNotExist.
 	// +required
 	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
-	Operator metav1.LabelSelectorOperator `json:"operator"`
+	Operator metav1.LabelSelectorOperator `json:"operator,omitempty"`
 
 	// values are the label's values that In and NotIn compare with.
 	// +optional

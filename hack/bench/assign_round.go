@@ -10,11 +10,13 @@ import (
 	"syscall"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -140,23 +142,69 @@ func createAssignNamespaces(ctx context.Context, admin client.Client, schedulerN
 			return err
 		}
 	}
+	if err := createFloorPolicy(ctx, admin); err != nil {
+		return err
+	}
+	if err := waitAnnotated(ctx, admin, assignFloor, floorAnnotation, "true"); err != nil {
+		return err
+	}
 	return waitAssigned(ctx, admin, assignLabelled)
 }
 
-// waitAssigned creates dry-run pods in ns until one is assigned: the apiserver has the policy,
-// its binding and the params that serve the name.
-func waitAssigned(ctx context.Context, admin client.Client, ns string) error {
+// floorAnnotation is what the floor policy writes on the pods of assignFloor.
+const floorAnnotation = "bench.schedops.io/floor"
+
+// createFloorPolicy creates a MutatingAdmissionPolicy and its binding that add floorAnnotation to
+// the pods created in assignFloor, by one JSON patch of a constant, and do nothing else.
+func createFloorPolicy(ctx context.Context, admin client.Client) error {
+	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-floor"},
+		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: assignFloor}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}}},
+			},
+			Mutations: []admissionregistrationv1.Mutation{{PatchType: admissionregistrationv1.PatchTypeJSONPatch, JSONPatch: &admissionregistrationv1.JSONPatch{
+				Expression: `[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'` + floorAnnotation + `': 'true'}}]`,
+			}}},
+			FailurePolicy:      ptr.To(admissionregistrationv1.Fail),
+			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
+		},
+	}
+	binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-floor"},
+		Spec:       admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{PolicyName: policy.Name},
+	}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := admin.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating the floor policy: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitAnnotated creates dry-run pods in ns until one gets the annotation key with value.
+func waitAnnotated(ctx context.Context, admin client.Client, ns, key, value string) error {
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		pod := testutil.MakePod("probe", ns).Obj()
 		if err := admin.Create(ctx, pod, client.DryRunAll); err != nil {
 			return false, err
 		}
-		return pod.Annotations[v1alpha1.AnnotationAssignment] == "assigned", nil
+		return pod.Annotations[key] == value, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the pods of namespace %s to be assigned: %w", ns, err)
+		return fmt.Errorf("waiting for the pods of namespace %s to be annotated %s: %w", ns, key, err)
 	}
 	return nil
+}
+
+// waitAssigned creates dry-run pods in ns until one is assigned: the apiserver has the policy,
+// its binding and the served name.
+func waitAssigned(ctx context.Context, admin client.Client, ns string) error {
+	return waitAnnotated(ctx, admin, ns, v1alpha1.AnnotationAssignment, "assigned")
 }
 
 // measureAssignPhase times o.assignPods paced creates in each namespace, then the blocks of
@@ -288,7 +336,8 @@ func assignPod(ns, name string) *corev1.Pod {
 }
 
 // checkAssignments checks every pod the round created: those of the labelled namespace have the
-// profile's scheduler name and the annotation "assigned", those of the unlabelled one neither.
+// profile's scheduler name and the annotation "assigned", those of the unlabelled one neither,
+// those of the floor namespace only the floor policy's annotation.
 func checkAssignments(ctx context.Context, cs kubernetes.Interface, o options, schedulerName string) error {
 	want := len(assignPhases) * (o.assignPods + o.assignBatch*o.assignBlocks)
 	if err := checkPods(ctx, cs, assignLabelled, want, func(p *corev1.Pod) bool {
@@ -296,9 +345,15 @@ func checkAssignments(ctx context.Context, cs kubernetes.Interface, o options, s
 	}); err != nil {
 		return err
 	}
-	return checkPods(ctx, cs, assignUnlabelled, want, func(p *corev1.Pod) bool {
+	if err := checkPods(ctx, cs, assignUnlabelled, want, func(p *corev1.Pod) bool {
 		_, annotated := p.Annotations[v1alpha1.AnnotationAssignment]
 		return p.Spec.SchedulerName == v1alpha1.DefaultSchedulerName && !annotated
+	}); err != nil {
+		return err
+	}
+	return checkPods(ctx, cs, assignFloor, len(assignPhases)*o.assignBatch*o.assignBlocks, func(p *corev1.Pod) bool {
+		_, annotated := p.Annotations[v1alpha1.AnnotationAssignment]
+		return p.Spec.SchedulerName == v1alpha1.DefaultSchedulerName && !annotated && p.Annotations[floorAnnotation] == "true"
 	})
 }
 

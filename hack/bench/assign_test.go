@@ -26,8 +26,8 @@ func TestAssignRowsGoals(t *testing.T) {
 		blocks := func(d time.Duration) []time.Duration { return []time.Duration{d, d} }
 		return assignPhase{Paced: 199,
 			Creates: map[string][]time.Duration{assignLabelled: creates(labelledP99), assignUnlabelled: creates(4 * time.Millisecond)},
-			Blocks:  map[string][]time.Duration{assignLabelled: blocks(labelled), assignUnlabelled: blocks(time.Second)},
-			CPU:     map[string]blockCPU{assignLabelled: {ControlPlane: 3 * time.Second}, assignUnlabelled: {ControlPlane: 2 * time.Second}}}
+			Blocks:  map[string][]time.Duration{assignLabelled: blocks(labelled), assignUnlabelled: blocks(time.Second), assignFloor: blocks(1250 * time.Millisecond)},
+			CPU:     map[string]blockCPU{assignLabelled: {ControlPlane: 3 * time.Second}, assignUnlabelled: {ControlPlane: 2 * time.Second}, assignFloor: {ControlPlane: 2 * time.Second}}}
 	}
 	// round has its phase with the operator running as given and the other one within both goals.
 	round := func(labelledP99, labelled time.Duration) assignResult {
@@ -73,6 +73,9 @@ func TestAssignRowsGoals(t *testing.T) {
 			}
 			if first := row(t, stopped, "operator stopped: create p50, labelled namespace"); first.Value.Median != 1 || !strings.Contains(first.Measure, "100 pods at 200/s") {
 				t.Errorf("operator stopped: p50 row %q %v ms, want 1 ms of 100 pods at 200/s", first.Measure, first.Value.Median)
+			}
+			if floor := row(t, running, "  floor policy / unlabelled"); floor.Value.Median != 0.8 {
+				t.Errorf("floor policy / unlabelled %v, want 0.8 (blocks of 1.25 s against 1 s)", floor.Value.Median)
 			}
 			if cpu := row(t, running, "  CPU per pod, labelled / unlabelled"); cpu.Value.Median != 1.5 {
 				t.Errorf("CPU per pod, labelled / unlabelled %v, want 1.5 (3 ms against 2 ms a pod)", cpu.Value.Median)

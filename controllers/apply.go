@@ -58,8 +58,13 @@ func newOwned[A applyConfiguration[A], T client.Object](proc *process, ac A, obs
 // steady-state reconcile must write nothing. A field that someone else changed is no longer
 // ours, so the comparison fails and the apply (forced) takes it back.
 func (r *processObjects) apply(ctx context.Context, o owned) (changed bool, err error) {
+	return applyOwned(ctx, r.client, o)
+}
+
+// applyOwned is apply with c, which reads the live object (the cache) and applies.
+func applyOwned(ctx context.Context, c client.Client, o owned) (changed bool, err error) {
 	live := o.observed.DeepCopyObject().(client.Object)
-	err = r.client.Get(ctx, o.key, live)
+	err = c.Get(ctx, o.key, live)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -73,7 +78,7 @@ func (r *processObjects) apply(ctx context.Context, o owned) (changed bool, err 
 			return false, nil
 		}
 	}
-	if err := r.client.Apply(ctx, o.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, o.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("applying %T %s: %w", o.observed, o.key, err)
 	}
 	return true, nil

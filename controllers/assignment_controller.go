@@ -9,7 +9,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
@@ -166,39 +165,11 @@ func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 	if err := json.Unmarshal(data, ac); err != nil {
 		return fmt.Errorf("decoding %T %s: %w", obj, obj.GetName(), err)
 	}
-	observed := obj.DeepCopyObject().(T)
-	return r.apply(ctx, ac, observed, func(live client.Object) (runtime.ApplyConfiguration, error) { return extract(live.(T), FieldManager) })
-}
-
-// apply server-side applies desired unless the fields FieldManager owns of the live object, read
-// from the cache into observed, already have its values.
-func (r *assignmentReconciler) apply(ctx context.Context, desired runtime.ApplyConfiguration, observed client.Object, extract func(client.Object) (runtime.ApplyConfiguration, error)) error {
-	meta, err := json.Marshal(desired)
-	if err != nil {
-		return err
-	}
-	var key struct {
-		Metadata struct{ Name, Namespace string }
-	}
-	if err := json.Unmarshal(meta, &key); err != nil {
-		return err
-	}
-	err = r.client.Get(ctx, client.ObjectKey{Name: key.Metadata.Name, Namespace: key.Metadata.Namespace}, observed)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("reading %T %s: %w", observed, key.Metadata.Name, err)
-	default:
-		current, err := extract(observed)
-		if err != nil {
-			return fmt.Errorf("extracting the fields of %T %s: %w", observed, key.Metadata.Name, err)
-		}
-		if equality.Semantic.DeepEqual(current, desired) {
-			return nil
-		}
-	}
-	if err := r.client.Apply(ctx, desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("applying %T %s: %w", observed, key.Metadata.Name, err)
-	}
-	return nil
+	_, err = applyOwned(ctx, r.client, owned{
+		desired:  ac,
+		key:      client.ObjectKeyFromObject(obj),
+		observed: obj.DeepCopyObject().(T),
+		extract:  func(live client.Object) (runtime.ApplyConfiguration, error) { return extract(live.(T), FieldManager) },
+	})
+	return err
 }

@@ -354,13 +354,7 @@ func selectorExpression(sel *metav1.LabelSelector, labels string) string {
 		return "true"
 	}
 	var terms []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range sel.MatchLabels {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range sortedKeys(sel.MatchLabels) {
 		terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] == %s)", celString(k), labels, labels, celString(k), celString(sel.MatchLabels[k])))
 	}
 	for _, r := range sel.MatchExpressions {

@@ -61,8 +61,8 @@ func (o *WebhookOptions) server() webhook.Server {
 	return webhook.NewServer(webhook.Options{Host: o.Host, Port: o.Port, CertDir: o.certDir()})
 }
 
-// setupWebhook serves the validating webhook of both kinds and the pod assignment webhook, and
-// makes the readiness check wait for them. With rotation, the handlers are registered, and so
+// setupWebhook serves the validating webhook of both kinds, and makes the readiness check wait
+// for it. With rotation, the handlers are registered, and so
 // the server started, only once the rotator has written the certificate, it is in CertDir and
 // the CA is in the webhook configurations: an apiserver that calls a ready operator can trust it.
 func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {

@@ -24,7 +24,8 @@ const certDir = "/tmp/k8s-webhook-server/serving-certs"
 // apiserver calls and the Secret the operator writes its certificate into. Under OLM, the first
 // two become webhookdefinitions, and OLM provides the certificate.
 //
-// The mutating configurations (the pod assignment webhook) are left out of the bundle: a
+// A mutating configuration (none today: namespace assignment is an admission policy the operator
+// creates itself) would be left out of the bundle: a
 // WebhookDescription (operator-framework/api v0.45.0) carries neither a namespaceSelector (OLM
 // sets its own, from the OperatorGroup: every namespace for an AllNamespaces install) nor
 // matchConditions, so under OLM every pod creation of the cluster would call the operator, and

@@ -177,7 +177,7 @@ func TestGenerateWebhookRefuses(t *testing.T) {
 	}
 }
 
-// TestGenerateLeavesOutMutatingWebhook: the pod assignment webhook needs its namespaceSelector
+// TestGenerateLeavesOutMutatingWebhook: a mutating webhook on pods needs its namespaceSelector
 // and matchConditions, which a WebhookDescription cannot carry, so the bundle has no definition
 // of it and ships no MutatingWebhookConfiguration.
 func TestGenerateLeavesOutMutatingWebhook(t *testing.T) {

@@ -27,8 +27,8 @@ const (
 )
 
 // runAssignment labels a namespace with the binpack sample's scheduler name and runs in it a
-// Deployment whose pods name no scheduler: the operator's pod assignment webhook gives them the
-// name, and binpack's scheduler packs them.
+// Deployment whose pods name no scheduler: the operator's admission policy gives them the name in
+// the apiserver, and binpack's scheduler packs them.
 func runAssignment(ctx context.Context, c client.Client, rn *realNode, out io.Writer) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: assignedNamespace, Labels: map[string]string{schedulingv1alpha1.LabelAssignSchedulerName: assignedProfile}}}
 	if err := c.Create(ctx, ns); err != nil {
@@ -39,8 +39,8 @@ func runAssignment(ctx context.Context, c client.Client, rn *realNode, out io.Wr
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
 	}}}}
 	rn.onKwok(&spec)
-	// The operator sees a new namespace a moment after it is created; until then a pod of it is
-	// left as it is. A dry-run pod shows when the webhook assigns.
+	// The apiserver's policy sees a new namespace a moment after it is created; until then a pod
+	// of it is left as it is. A dry-run pod shows when the policy assigns.
 	err := poll(ctx, time.Minute, func() (bool, error) {
 		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns.Name}, Spec: spec}
 		if err := c.Create(ctx, probe, client.DryRunAll); err != nil {
@@ -49,7 +49,7 @@ func runAssignment(ctx context.Context, c client.Client, rn *realNode, out io.Wr
 		return probe.Spec.SchedulerName == assignedProfile, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the pod assignment webhook did not assign the pods of %s: %w", ns.Name, err)
+		return fmt.Errorf("the assignment policy did not assign the pods of %s: %w", ns.Name, err)
 	}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: assignedDeployment, Namespace: ns.Name, Labels: labels},

@@ -27,8 +27,7 @@ const webhookLabel = "e2e.schedops.io/webhook"
 
 // setUpWebhook installs the generated webhook configurations (config/webhook) for the operator
 // that runs in this process, on localhost: the validating webhook only for profiles labelled
-// webhookLabel, the pod assignment webhook for the namespaces it selects (those with the
-// assignment label). It returns the operator's webhook settings.
+// webhookLabel. It returns the operator's webhook settings.
 func setUpWebhook(ctx context.Context, root, dir string) (*controllers.WebhookOptions, error) {
 	w, err := operatorenv.InstallLocalWebhooks(ctx, k8s, root, dir, &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "true"}})
 	if err != nil {

@@ -73,7 +73,7 @@ func TestControllerRunsWithGeneratedRBAC(t *testing.T) {
 		}
 		return operatorClient.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(operatorNamespace))
 	})
-	// The pod assignment webhook's cache lists and watches the labelled Namespaces.
+	// The cache lists and watches the labelled Namespaces (status.assignedNamespaces).
 	if err := operatorClient.List(ctx, &corev1.NamespaceList{}, client.HasLabels{schedulingv1alpha1.LabelAssignSchedulerName}); err != nil {
 		t.Errorf("Listing the assigned Namespaces as the operator: %v", err)
 	}

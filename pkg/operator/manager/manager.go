@@ -90,7 +90,7 @@ func managerOptions(args []string, getenv func(string) string) (controllers.Mana
 	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "The directory with the metrics server's tls.crt and tls.key; without them a self-signed certificate is used.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "The address the health probe endpoint binds to.")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "Enable leader election, so that only one operator replica reconciles.")
-	enableWebhook := fs.Bool("enable-webhook", true, "Serve the validating admission webhook of SchedulerProfiles and Schedulers and the pod assignment webhook; false when the apiserver cannot reach the operator (make run).")
+	enableWebhook := fs.Bool("enable-webhook", true, "Serve the validating admission webhook of SchedulerProfiles and Schedulers; false when the apiserver cannot reach the operator (make run).")
 	disableRotation := fs.Bool("disable-cert-rotation", false, "Do not create and renew the webhook's serving certificate: it is provided in --webhook-cert-dir (OLM does so).")
 	wh := controllers.WebhookOptions{}
 	fs.StringVar(&wh.Host, "webhook-host", "", "The address the webhook is served on; empty is every address.")

@@ -77,7 +77,9 @@ func conditionIs(p *schedulingv1alpha1.SchedulerProfile, conditionType string, s
 func waitForQuiet(t *testing.T) {
 	t.Helper()
 	last := reconciles(t)
-	testutil.Eventually(t, 2*reconcileTimeout, "the controllers quiet", func(context.Context) error {
+	// A new profile's first preview runs in a worker process, one at a time: on a loaded machine
+	// the previews of the test's 100 profiles, and the passes they enqueue, take over a minute.
+	testutil.Eventually(t, 4*reconcileTimeout, "the controllers quiet", func(context.Context) error {
 		time.Sleep(2 * time.Second)
 		now := reconciles(t)
 		if passes := now - last; passes != 0 {

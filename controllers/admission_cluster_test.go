@@ -92,8 +92,9 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				if kind == "SchedulerProfile" {
 					p := testutil.MakeProfile("p").SchedulerSettings(settings).Obj()
 					p.Spec.Extenders = extenders
-					// The advice that an extender switches off batching is not what this test is about.
-					p.Annotations = map[string]string{schedulingv1alpha1.AnnotationAdviceIgnore: "SPA402"}
+					// The advice that an extender switches off batching, and that autoscalers cannot see its
+					// filter, is not what this test is about.
+					p.Annotations = map[string]string{schedulingv1alpha1.AnnotationAdviceIgnore: "SPA402,SPA601"}
 					w, err := (profileValidatorOf(r)).ValidateCreate(t.Context(), p)
 					causes, warnings = testutil.InvalidCauses(t, err), w
 				} else {

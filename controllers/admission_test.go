@@ -147,6 +147,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 				`SPA206: spec.percentageOfNodesToScore 5: above 100 nodes, only 5% of the feasible nodes are scored`,
 				`SPA402: the scheduler's extenders (spec.extenders, 2) switch off opportunistic batching`,
 				`SPA502: spec.extenders[0] (filterVerb filter) is not ignorable`,
+				`SPA601: autoscalers (Karpenter, cluster-autoscaler) read pod specs and will not provision for what the scheduler filters by: spec.extenders[0]`,
 			}},
 	}
 	for _, tc := range tests {

@@ -132,7 +132,8 @@ func TestAdmissionWarnsOfAdvice(t *testing.T) {
 			}(), want: []string{"SPA501: DefaultPreemption does not run at postFilter, while 1 PriorityClasses may preempt"}},
 		{name: "a member, with its Scheduler's extender", stored: []client.Object{createdAt(shared, 10)},
 			profile: testutils.MakeProfile("m").SchedulerRef("shared").Obj(),
-			want:    []string{"SPA402: the scheduler's extenders (spec.extenders, 1)"}},
+			want: []string{"SPA402: the scheduler's extenders (spec.extenders, 1)",
+				"SPA601: autoscalers (Karpenter, cluster-autoscaler) read pod specs and will not provision for what the scheduler filters by: spec.extenders[0]"}},
 		{name: "the default profile", stored: []client.Object{preempting}, profile: testutils.MakeProfile("p").Obj()},
 	}
 	for _, tc := range tests {

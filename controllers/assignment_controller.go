@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,8 @@ type assignmentReconciler struct {
 	served   map[string]bool
 	// owner is the SchedulerProfile CRD, the owner of the policies, once read.
 	owner *metav1.OwnerReference
+	// restrictions are the node restrictions of the running configurations, read once each.
+	restrictions runningRestrictions
 }
 
 // profileCRD is the CustomResourceDefinition of SchedulerProfiles.
@@ -87,6 +90,7 @@ func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("assignment").
 		Watches(&schedulingv1alpha1.SchedulerProfile{}, one, builder.WithPredicates(assignmentChange)).
+		Watches(&corev1.Pod{}, one, builder.WithPredicates(schedulerServingChange)).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			q.Add(assignmentKey)
 			return nil
@@ -98,13 +102,32 @@ func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
+// schedulerServingChange passes the scheduler pods that start or stop serving (podServes): the
+// projections read the configurations of those that serve.
+var schedulerServingChange = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return isSchedulerPod(e.Object) },
+	DeleteFunc: func(e event.DeleteEvent) bool { return isSchedulerPod(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		a, aok := e.ObjectOld.(*corev1.Pod)
+		b, bok := e.ObjectNew.(*corev1.Pod)
+		return aok && bok && isSchedulerPod(b) && podServes(a) != podServes(b)
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// isSchedulerPod tells whether obj is a scheduler pod of the operator.
+func isSchedulerPod(obj client.Object) bool {
+	l := obj.GetLabels()
+	return l[labelName] == "kube-scheduler" && l[labelManagedBy] == FieldManager
+}
+
 // assignmentChange passes the changes of a profile that assignment reads: its scheduler names,
-// access, conditions and deletion.
+// access, projection, conditions and deletion.
 var assignmentChange = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		a, b := e.ObjectOld.(*schedulingv1alpha1.SchedulerProfile), e.ObjectNew.(*schedulingv1alpha1.SchedulerProfile)
 		return a.Status.ServedSchedulerName != b.Status.ServedSchedulerName || profile.SchedulerName(a) != profile.SchedulerName(b) ||
-			!equality.Semantic.DeepEqual(a.Spec.Access, b.Spec.Access) || !equality.Semantic.DeepEqual(a.Status.Conditions, b.Status.Conditions) ||
+			!equality.Semantic.DeepEqual(a.Spec.Access, b.Spec.Access) || a.Spec.Projection != b.Spec.Projection || !equality.Semantic.DeepEqual(a.Status.Conditions, b.Status.Conditions) ||
 			!a.DeletionTimestamp.Equal(b.DeletionTimestamp)
 	},
 }
@@ -124,8 +147,12 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	projections, err := r.projections(ctx, profiles.Items)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	owner := r.ownerOfPolicies(ctx)
-	for _, obj := range assignmentPolicies(r.namespace, namesData(served, notServed), accessOf(profiles.Items), gangs) {
+	for _, obj := range assignmentPolicies(r.namespace, namesData(served, notServed), accessOf(profiles.Items), gangs, projections) {
 		if owner != nil {
 			obj.(metav1.Object).SetOwnerReferences([]metav1.OwnerReference{*owner})
 		}

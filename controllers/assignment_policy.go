@@ -29,6 +29,9 @@ const (
 	AssignWarningsPolicyName = "scheduler-profile-operator-assign-warnings"
 )
 
+// mutatingPolicyType is the type of a MutatingAdmissionPolicy.
+var mutatingPolicyType = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"}
+
 // podGroupsAPI is the API of the PodGroups whose pods are assigned whole (KEP-4671).
 var podGroupsAPI = metav1.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
 
@@ -42,17 +45,21 @@ type profileAccess struct {
 
 // assignmentPolicies are the admission policies and bindings of namespace assignment, for an
 // operator in namespace ns: names are the scheduler names assignment knows (namesData), access
-// lists the profiles that restrict who may use them, and gangs says whether the cluster serves
-// PodGroups, whose pods are then assigned by their group.
+// lists the profiles that restrict who may use them, gangs says whether the cluster serves
+// PodGroups, whose pods are then assigned by their group, and projections are the node
+// restrictions written onto the pods of the served names that have them. The policies that give
+// a pod its scheduler name project onto it too: which of several policies the apiserver runs
+// first is not defined, so the projection policy alone could not see the name they give.
 //
 // The served names are written into the policies themselves rather than into params: a policy
 // whose params are ConfigMaps may only be created by whoever may read every ConfigMap of the
 // cluster, which the operator should not.
-func assignmentPolicies(ns string, names map[string]string, access []profileAccess, gangs bool) []any {
-	objs := []any{assignPolicy(ns, names, access), mutatingBinding(AssignPolicyName, nil)}
+func assignmentPolicies(ns string, names map[string]string, access []profileAccess, gangs bool, projections projectedNames) []any {
+	objs := []any{assignPolicy(ns, names, access, projections), mutatingBinding(AssignPolicyName, nil),
+		projectPolicy(projections), mutatingBinding(ProjectPolicyName, nil)}
 	if gangs {
 		objs = append(objs, assignPodGroupsPolicy(ns, names, access), mutatingBinding(AssignPodGroupsPolicyName, nil),
-			assignGangsPolicy(ns, access), mutatingBinding(AssignGangsPolicyName, &metav1.LabelSelector{
+			assignGangsPolicy(ns, access, projections), mutatingBinding(AssignGangsPolicyName, &metav1.LabelSelector{
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: schedulingv1alpha1.LabelAssignSchedulerName, Operator: metav1.LabelSelectorOpExists}},
 			}))
 	}
@@ -169,16 +176,16 @@ func applyMutation(expression string) admissionregistrationv1.Mutation {
 		ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expression}}
 }
 
-// podMutations write a pod's annotation and scheduler name from variables annotation and
+// podMutation writes a pod's annotation and scheduler name from variables annotation and
 // schedulerName, as one JSON patch: a JSON patch costs the apiserver less than an apply
 // configuration, which merges the whole pod. The pod's scheduler name is always set (defaulted).
-var podMutations = []admissionregistrationv1.Mutation{{
+var podMutation = admissionregistrationv1.Mutation{
 	PatchType: admissionregistrationv1.PatchTypeJSONPatch,
 	JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "(has(object.metadata.annotations)" +
 		" ? [JSONPatch{op: 'add', path: " + celString("/metadata/annotations/"+strings.ReplaceAll(schedulingv1alpha1.AnnotationAssignment, "/", "~1")) + ", value: variables.annotation}]" +
 		" : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {" + celString(schedulingv1alpha1.AnnotationAssignment) + ": variables.annotation}}])" +
 		" + (variables.schedulerName == '' ? [] : [JSONPatch{op: 'add', path: '/spec/schedulerName', value: variables.schedulerName}])"},
-}}
+}
 
 // podCreates matches the creation of pods.
 func podCreates() []admissionregistrationv1.NamedRuleWithOperations {
@@ -194,16 +201,17 @@ func policyMeta(name string) metav1.ObjectMeta {
 }
 
 // assignPolicy assigns a pod of a labelled namespace that is not in a PodGroup.
-func assignPolicy(ns string, names map[string]string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
+func assignPolicy(ns string, names map[string]string, access []profileAccess, projections projectedNames) *admissionregistrationv1.MutatingAdmissionPolicy {
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
+		TypeMeta:   mutatingPolicyType,
 		ObjectMeta: policyMeta(AssignPolicyName),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{NamespaceSelector: labelledNamespaces(ns), ResourceRules: podCreates()},
 			MatchConditions: append(slices.Clone(podUntouched), admissionregistrationv1.MatchCondition{
 				Name: "not-in-a-podgroup", Expression: "!has(object.spec.schedulingGroup)"}),
-			Variables:          decisionVariables("has(object.spec.schedulerName) ? object.spec.schedulerName : ''", names, access),
-			Mutations:          podMutations,
+			Variables: append(decisionVariables("has(object.spec.schedulerName) ? object.spec.schedulerName : ''", names, access),
+				projectionVariables("variables.schedulerName", projections)...),
+			Mutations:          []admissionregistrationv1.Mutation{podMutation, projectionMutation},
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 		},
@@ -215,7 +223,7 @@ func assignPolicy(ns string, names map[string]string, access []profileAccess) *a
 // selects the PodGroups that decide for their pods.
 func assignPodGroupsPolicy(ns string, names map[string]string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
+		TypeMeta:   mutatingPolicyType,
 		ObjectMeta: policyMeta(AssignPodGroupsPolicyName),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{NamespaceSelector: labelledNamespaces(ns), ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -236,10 +244,10 @@ func assignPodGroupsPolicy(ns string, names map[string]string, access []profileA
 // so that every pod of the group gets the same scheduler name whenever the served names change
 // while the group is created. Its params are the PodGroups of the pod's namespace that carry a
 // decision; only the pod's own group matches.
-func assignGangsPolicy(ns string, access []profileAccess) *admissionregistrationv1.MutatingAdmissionPolicy {
+func assignGangsPolicy(ns string, access []profileAccess, projections projectedNames) *admissionregistrationv1.MutatingAdmissionPolicy {
 	ann := celString(schedulingv1alpha1.AnnotationAssignment)
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
+		TypeMeta:   mutatingPolicyType,
 		ObjectMeta: policyMeta(AssignGangsPolicyName),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			ParamKind:        &admissionregistrationv1.ParamKind{APIVersion: podGroupsAPI.Group + "/" + podGroupsAPI.Version, Kind: "PodGroup"},
@@ -247,7 +255,7 @@ func assignGangsPolicy(ns string, access []profileAccess) *admissionregistration
 			MatchConditions: append(slices.Clone(podUntouched),
 				admissionregistrationv1.MatchCondition{Name: "in-this-podgroup", Expression: "has(object.spec.schedulingGroup) && has(object.spec.schedulingGroup.podGroupName) && object.spec.schedulingGroup.podGroupName == params.metadata.name"},
 				admissionregistrationv1.MatchCondition{Name: "podgroup-decided", Expression: "has(params.metadata.annotations) && " + ann + " in params.metadata.annotations"}),
-			Variables: []admissionregistrationv1.Variable{
+			Variables: append([]admissionregistrationv1.Variable{
 				{Name: "labels", Expression: nsLabels},
 				{Name: "want", Expression: "params.metadata.labels[" + celString(schedulingv1alpha1.LabelAssignSchedulerName) + "]"},
 				{Name: "named", Expression: "has(object.spec.schedulerName) ? object.spec.schedulerName : ''"},
@@ -258,8 +266,8 @@ func assignGangsPolicy(ns string, access []profileAccess) *admissionregistration
 					" ? 'skipped: the pod names scheduler ' + variables.named : variables.denied != '' && variables.decided.startsWith('assigned') ? 'skipped: ' + variables.denied" +
 					" : variables.decided + ' (PodGroup ' + params.metadata.name + ')'"},
 				{Name: "schedulerName", Expression: "variables.annotation.startsWith('assigned ') ? variables.want : ''"},
-			},
-			Mutations:          podMutations,
+			}, projectionVariables("variables.schedulerName", projections)...),
+			Mutations:          []admissionregistrationv1.Mutation{podMutation, projectionMutation},
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 		},

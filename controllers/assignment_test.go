@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
+	"github.com/schedops/scheduler-profile-operator/scheduler/projection"
 )
 
 var updateGoldens = flag.Bool("update", false, "rewrite the golden files of controllers/testdata")
@@ -89,7 +91,8 @@ func TestAssignmentNames(t *testing.T) {
 }
 
 // TestAssignmentPoliciesGolden: the policies and bindings of namespace assignment, with one
-// profile that restricts its namespaces and with PodGroups served, are those of
+// profile that restricts its namespaces, one whose node restrictions are projected, and with
+// PodGroups served, are those of
 // testdata/assignment-policies.golden (go test ./controllers -run TestAssignmentPoliciesGolden -update).
 func TestAssignmentPoliciesGolden(t *testing.T) {
 	access := []profileAccess{{profile: "gpu", names: []string{"gpu", "gpu-old"}, selector: &metav1.LabelSelector{
@@ -98,7 +101,11 @@ func TestAssignmentPoliciesGolden(t *testing.T) {
 	}}}
 	var out []byte
 	names := namesData(map[string]bool{"binpack": true}, map[string]string{"gpu": "SchedulerProfile gpu is not Available (NoReplicasAvailable)"})
-	for _, obj := range assignmentPolicies("schedops-system", names, access, true) {
+	pool := projection.Restriction{Terms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"b"}}, {Key: "arch", Operator: corev1.NodeSelectorOpExists}}}},
+		Sources: []string{"NodePool nodeSelector (pool=b,arch)"}}
+	projections := projectedNames{"binpack": {restriction: pool, note: pool.Note("binpack")}}
+	for _, obj := range assignmentPolicies("schedops-system", names, access, true, projections) {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)

@@ -143,7 +143,8 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assignment := &assignmentReconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), namespace: o.Namespace, gangs: newServedAPIs(apis), stranded: reconciler.stranded}
+	assignment := &assignmentReconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), namespace: o.Namespace, gangs: newServedAPIs(apis), stranded: reconciler.stranded,
+		restrictions: runningRestrictions{}}
 	if err := assignment.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}

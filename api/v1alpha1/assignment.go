@@ -40,3 +40,13 @@ const (
 	// AssignFallbackNone assigns the name anyway: the pods wait Pending until a scheduler serves it.
 	AssignFallbackNone = "none"
 )
+
+// Keys of the projection of a profile's node restrictions onto its pods (spec.projection).
+const (
+	// AnnotationProjectedNodeRestrictions on a pod says which node restrictions of which profile
+	// the projection policy added to its required node affinity, and why.
+	AnnotationProjectedNodeRestrictions = "scheduling.schedops.io/projected-node-restrictions"
+	// AnnotationProjectNodeRestrictions on a pod, set to "false" by its author, keeps the
+	// projection policy from adding anything to it.
+	AnnotationProjectNodeRestrictions = "scheduling.schedops.io/project-node-restrictions"
+)

@@ -118,6 +118,12 @@ type SchedulerProfileSpec struct {
 	// may use it.
 	// +optional
 	Access ProfileAccess `json:"access,omitzero"`
+
+	// projection says what the operator writes onto the pods of the profile's scheduler name when
+	// they are created, so that what reads pod specs (autoscalers, the descheduler) agrees with the
+	// scheduler. Unset, the profile's node restrictions are written.
+	// +optional
+	Projection ProfileProjection `json:"projection,omitzero"`
 }
 
 // SchedulerReference names a Scheduler.
@@ -629,6 +635,38 @@ type ProcessStatus struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
 	RollbackRefusal string `json:"rollbackRefusal,omitempty"`
+}
+
+// ProfileProjection says what the operator writes onto the pods of a profile's scheduler name.
+type ProfileProjection struct {
+	// nodeRestrictions is Enabled (the default) or Disabled. Enabled, a pod created with the
+	// scheduler name that a running scheduler serves for this profile gets the node restrictions
+	// of the configuration that scheduler runs that have an exact pod-level equivalent (the
+	// NodePool plugin's nodeSelector, and NodeAffinity's addedAffinity required terms) as required
+	// node affinity, ANDed with the pod's own terms as the scheduler ANDs addedAffinity: its
+	// decisions do not change, and autoscalers, which read only pod specs, provision nodes the
+	// scheduler will use. The pod's annotation scheduling.schedops.io/projected-node-restrictions
+	// says what was added; a pod annotated scheduling.schedops.io/project-node-restrictions:
+	// "false" gets nothing.
+	// +optional
+	// +kubebuilder:validation:Enum=Enabled;Disabled
+	NodeRestrictions ProjectionMode `json:"nodeRestrictions,omitempty"`
+}
+
+// ProjectionMode turns a projection on or off.
+type ProjectionMode string
+
+// Values of ProjectionMode.
+const (
+	// ProjectionEnabled writes the projection onto the pods (the default).
+	ProjectionEnabled ProjectionMode = "Enabled"
+	// ProjectionDisabled writes nothing.
+	ProjectionDisabled ProjectionMode = "Disabled"
+)
+
+// ProjectsNodeRestrictions tells whether the profile's node restrictions are written onto its pods.
+func (p ProfileProjection) ProjectsNodeRestrictions() bool {
+	return p.NodeRestrictions != ProjectionDisabled
 }
 
 // ProfileAccess says which namespaces may use a profile's scheduler name.

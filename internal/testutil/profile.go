@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/json"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,4 +72,24 @@ func (w *ProfileWrapper) Obj() *schedulingv1alpha1.SchedulerProfile {
 func (w *ProfileWrapper) Access(labels map[string]string) *ProfileWrapper {
 	w.Spec.Access.NamespaceSelector = &schedulingv1alpha1.NamespaceSelector{MatchLabels: labels}
 	return w
+}
+
+// Enable appends plugins to spec.plugins.multiPoint.enabled.
+func (w *ProfileWrapper) Enable(plugins ...string) *ProfileWrapper {
+	if w.Spec.Plugins == nil {
+		w.Spec.Plugins = &schedulingv1alpha1.Plugins{}
+	}
+	for _, name := range plugins {
+		w.Spec.Plugins.MultiPoint.Enabled = append(w.Spec.Plugins.MultiPoint.Enabled, schedulingv1alpha1.Plugin{Name: name})
+	}
+	return w
+}
+
+// NodePool enables the NodePool plugin with a selector of the nodes with the labels.
+func (w *ProfileWrapper) NodePool(labels map[string]string) *ProfileWrapper {
+	args, err := json.Marshal(map[string]any{"nodeSelector": map[string]any{"matchLabels": labels}})
+	if err != nil {
+		panic(err)
+	}
+	return w.Enable("NodePool").PluginConfig("NodePool", string(args))
 }

@@ -36,6 +36,9 @@ const (
 	FamilyPerformance Family = "Lost performance"
 	// FamilySafety is a setting that can stop pods from being scheduled.
 	FamilySafety Family = "Safety"
+	// FamilyAutoscalers is a restriction of the scheduler that autoscalers, which read only pod
+	// specs, cannot see.
+	FamilyAutoscalers Family = "Autoscalers"
 )
 
 // Check is one rule of the doctor.
@@ -87,7 +90,7 @@ func (a Advice) String() string {
 
 // Checks are all the checks, by family and code.
 func Checks() []Check {
-	return slices.Concat(intentChecks, deadChecks, clusterChecks, performanceChecks, safetyChecks)
+	return slices.Concat(intentChecks, deadChecks, clusterChecks, performanceChecks, safetyChecks, autoscalerChecks)
 }
 
 // Run runs every check on in, except those whose codes ignore lists, and returns the findings

@@ -496,7 +496,7 @@ func loadSpec(t *testing.T, spec string) *Profile {
 
 // codeFamilies is the first digit of the codes of each family: a code never changes, and a new
 // check takes the next free code of its family.
-var codeFamilies = map[Family]byte{FamilyIntent: '1', FamilyDead: '2', FamilyCluster: '3', FamilyPerformance: '4', FamilySafety: '5'}
+var codeFamilies = map[Family]byte{FamilyIntent: '1', FamilyDead: '2', FamilyCluster: '3', FamilyPerformance: '4', FamilySafety: '5', FamilyAutoscalers: '6'}
 
 func TestCodes(t *testing.T) {
 	seen := sets.New[string]()

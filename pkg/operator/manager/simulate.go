@@ -27,6 +27,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+	"github.com/schedops/scheduler-profile-operator/scheduler/projection"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
@@ -53,6 +54,7 @@ type simulateOptions struct {
 	namespace, output, zoneLabel             string
 	columns                                  []string
 	failOnUnschedulable                      bool
+	noProjection                             bool
 	timeLimit, cpuLimit                      time.Duration
 }
 
@@ -114,6 +116,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	})
 	fs.DurationVar(&o.timeLimit, "time-limit", simulate.DefaultLimit, fmt.Sprintf("The longest a simulation of one profile may take, in wall-clock time. One that reaches it stops, and its report says how many pods it decided (exit status %d); nothing else in a simulation depends on time.", exitLimit))
 	fs.DurationVar(&o.cpuLimit, "cpu-limit", 0, fmt.Sprintf("The CPU time, of this whole process, that a simulation of one profile may use; 0 is no limit. One that reaches it stops as at --time-limit (exit status %d), whatever the load of the machine.", exitLimit))
+	fs.BoolVar(&o.noProjection, "no-projection", false, "Do not write the profiles' node restrictions onto the workload's pods, as spec.projection.nodeRestrictions: Disabled would not: by default each pod of the workload file is projected as the operator's policy would at its creation.")
 	fs.BoolVar(&o.failOnUnschedulable, "fail-on-unschedulable", false, fmt.Sprintf("Exit with status %d when the profile (-f) leaves any pod unschedulable, after printing the report.", exitUnschedulable))
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: manager simulate -f profile.yaml (--cluster snapshot.yaml | --kubeconfig FILE) [--workload pods.yaml] [--compare other.yaml] [-o text|json|yaml|html]")
@@ -167,6 +170,11 @@ func (o *simulateOptions) run(ctx context.Context) (*simulate.Report, error) {
 		workload, err := o.workload(cluster, names, access)
 		if err != nil {
 			return nil, err
+		}
+		if o.workloadFile != "" && !o.noProjection {
+			if err := projectPods(workload.Pods, file, p.Config, names); err != nil {
+				return nil, err
+			}
 		}
 		results, err := simulate.Run(ctx, p, cluster, workload, simulate.Options{Limit: o.timeLimit, CPULimit: o.cpuLimit})
 		var limit *simulate.LimitError
@@ -258,6 +266,39 @@ func readObjectFile(file string) ([]runtime.Object, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return objs, nil
+}
+
+// projectPods writes onto the workload's pods the node restrictions of the profiles of a file,
+// as the projection policy would when they are created with their scheduler names: from the
+// rendered configuration, for the profiles whose spec.projection does not turn it off. A pod
+// that names none of the simulated names is scheduled as one of the first (simulate.Run), so it
+// is projected as one.
+func projectPods(pods []*corev1.Pod, file string, config []byte, names []string) error {
+	objs, err := readObjects(file)
+	if err != nil {
+		return err
+	}
+	restrictions, err := projection.Of(config)
+	if err != nil {
+		return err
+	}
+	notes := map[string]string{}
+	for _, p := range objs.profiles {
+		name := profile.SchedulerName(p)
+		if r, ok := restrictions[name]; ok && p.Spec.Projection.ProjectsNodeRestrictions() {
+			notes[name] = r.Note(p.Name)
+		}
+	}
+	for _, pod := range pods {
+		name := pod.Spec.SchedulerName
+		if !slices.Contains(names, name) && len(names) > 0 {
+			name = names[0]
+		}
+		if note, ok := notes[name]; ok {
+			projection.Project(pod, restrictions[name], note)
+		}
+	}
+	return nil
 }
 
 // fileAccess is the access of the SchedulerProfiles of a file (spec.access), as the assignment

@@ -215,6 +215,11 @@ $(K8SBIN)/kubectl: hack/tools/kubectl/go.mod hack/tools/kubectl/go.sum hack/tool
 $(K8SBIN)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 	cd hack/tools/kwok && go build -ldflags '-s -w' -o $@ sigs.k8s.io/kwok/cmd/kwok
 
+# Karpenter with its kwok cloud provider (test-autoscaler) has dependency versions of its own, so
+# it is built from its own tools module, which pins the release.
+$(K8SBIN)/karpenter: hack/tools/karpenter/go.mod hack/tools/karpenter/go.sum
+	cd hack/tools/karpenter && go build -ldflags '-s -w' -o $@ sigs.k8s.io/karpenter/kwok
+
 # Tools carry their version in the file name, so bumping the version installs the new one.
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
@@ -223,7 +228,7 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 # The tiers of make test, in the order they run.
-TEST_TIERS := test-unit test-html test-example test-fuzz test-integration test-e2e test-example-e2e test-bundle test-monitoring test-node
+TEST_TIERS := test-unit test-html test-example test-fuzz test-integration test-e2e test-autoscaler test-example-e2e test-bundle test-monitoring test-node
 
 # Tiers run one after another by hack/test-tiers.sh, which prints each one's time at the end; the
 # first that fails stops make test (make -k runs the rest too) and fails it.
@@ -354,6 +359,14 @@ test-integration: $(K8SBIN)/kube-apiserver $(K8SBIN)/etcd $(K8SBIN)/kube-control
 .PHONY: test-e2e
 test-e2e: k8s-binaries build ## End-to-end tests on a local simulated cluster (etcd, kube-apiserver, kube-controller-manager, kwok) with the operator running.
 	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/localcluster/... ./test/e2e/... -skip RealNode -count=1 -v -timeout 20m
+
+# Karpenter's CRDs are read from its module in the Go module cache, at the version that
+# hack/tools/karpenter pins.
+.PHONY: test-autoscaler
+test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provider) beside the local simulated cluster and the operator: the nodes it launches for a NodePool profile's pods, with and without the projection.
+	karpenter="$$(cd hack/tools/karpenter && go mod download sigs.k8s.io/karpenter && go list -m -f '{{.Dir}}' sigs.k8s.io/karpenter)"; \
+	KARPENTER=$(K8SBIN)/karpenter KARPENTER_CRDS="$$karpenter/kwok/charts/crds:$$karpenter/kwok/apis/crds" \
+	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/autoscaler/... -count=1 -v -timeout 15m
 
 # The real-node tier needs root and Debian's packages of make test-deps: without them, it says so
 # and passes before building anything.

@@ -52,7 +52,7 @@ func profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *process, s sett
 	if err != nil {
 		return nil, err
 	}
-	return advice.Run(&advice.Input{Profile: loaded, Cluster: cluster}, advice.Ignored(p.Annotations)), nil
+	return advice.Run(advice.InputOf(loaded, cluster, p), advice.Ignored(p.Annotations)), nil
 }
 
 // readCluster is what the cluster checks read, from the manager's cache: the nodes' names and

@@ -65,6 +65,9 @@ type Input struct {
 	Profile *Profile
 	// Cluster is the cluster the profile will run on; nil skips the checks that need it.
 	Cluster *Cluster
+	// ProjectionDisabled tells that the profile's spec.projection turns off the projection of
+	// its node restrictions onto its pods.
+	ProjectionDisabled bool
 }
 
 // Cluster is what the cluster checks read of the cluster.
@@ -134,12 +137,17 @@ func percent(share float64) string {
 	return fmt.Sprintf("%.0f%%", 100*share)
 }
 
-// For loads the rendered configuration of one profile with its scheduler's feature gates and
-// runs the checks, but those ignore lists, with the cluster (nil for none).
-func For(data []byte, gates map[string]bool, cluster *Cluster, ignore sets.Set[string]) ([]Advice, error) {
+// For loads the rendered configuration of a profile with its scheduler's feature gates and
+// runs the checks, but those its annotation ignores, with the cluster (nil for none).
+func For(data []byte, gates map[string]bool, cluster *Cluster, profile *v1alpha1.SchedulerProfile) ([]Advice, error) {
 	p, err := Load(data, gates)
 	if err != nil {
 		return nil, err
 	}
-	return Run(&Input{Profile: p, Cluster: cluster}, ignore), nil
+	return Run(InputOf(p, cluster, profile), Ignored(profile.Annotations)), nil
+}
+
+// InputOf is what the checks read of a loaded profile, the cluster and the SchedulerProfile.
+func InputOf(loaded *Profile, cluster *Cluster, profile *v1alpha1.SchedulerProfile) *Input {
+	return &Input{Profile: loaded, Cluster: cluster, ProjectionDisabled: !profile.Spec.Projection.ProjectsNodeRestrictions()}
 }

@@ -57,7 +57,7 @@ func adviceOf(t *testing.T, spec string, cluster *Cluster) []Advice {
 	if errs := profile.Validate(cfg.YAML); len(errs) > 0 {
 		t.Fatalf("the profile of the test is invalid: %v", errs.ToAggregate())
 	}
-	got, err := For(cfg.YAML, p.Spec.Scheduler.FeatureGates, cluster, Ignored(p.Annotations))
+	got, err := For(cfg.YAML, p.Spec.Scheduler.FeatureGates, cluster, p)
 	if err != nil {
 		t.Fatalf("For: %v", err)
 	}

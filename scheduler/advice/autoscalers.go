@@ -10,6 +10,7 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/names"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/scheduler/apis/config"
 	"github.com/schedops/scheduler-profile-operator/scheduler/plugins/nodepool"
 )
 
@@ -34,6 +35,40 @@ var autoscalerChecks = []Check{
 			}
 			return []string{fmt.Sprintf("autoscalers (Karpenter, cluster-autoscaler) read pod specs and will not provision for what the scheduler filters by: %s",
 				strings.Join(hidden, "; "))}
+		},
+	},
+	{
+		Code:  "SPA602",
+		Title: "Node restrictions not projected",
+
+		Family: FamilyAutoscalers,
+		Summary: "The profile keeps its pods on some nodes (NodePool's `nodeSelector`, NodeAffinity's `addedAffinity` required terms) " +
+			"while `spec.projection.nodeRestrictions` is `Disabled`: its pods do not carry the restriction, so autoscalers " +
+			"(Karpenter, cluster-autoscaler), which read only pod specs, may launch nodes the scheduler will not use.",
+		Fix: "Remove `spec.projection.nodeRestrictions: Disabled` (projection is on by default), or put the restriction into the " +
+			"pods' own node affinity. If no autoscaler runs in the cluster, silence the code with the annotation `" +
+			v1alpha1.AnnotationAdviceIgnore + "`.",
+		run: func(in *Input) []string {
+			if !in.ProjectionDisabled {
+				return nil
+			}
+			var restricted []string
+			if in.Profile.filters(nodepool.Name) {
+				if args, ok := in.Profile.args(nodepool.Name).(*config.NodePoolArgs); ok && args.NodeSelector != nil &&
+					(len(args.NodeSelector.MatchLabels) > 0 || len(args.NodeSelector.MatchExpressions) > 0) {
+					restricted = append(restricted, nodepool.Name+" nodeSelector")
+				}
+			}
+			if in.Profile.filters(names.NodeAffinity) {
+				if args, ok := in.Profile.args(names.NodeAffinity).(*schedulerconfig.NodeAffinityArgs); ok && args.AddedAffinity != nil &&
+					args.AddedAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+					restricted = append(restricted, names.NodeAffinity+" addedAffinity required terms")
+				}
+			}
+			if len(restricted) == 0 {
+				return nil
+			}
+			return []string{fmt.Sprintf("spec.projection.nodeRestrictions is Disabled: autoscalers do not see %s on the pods", strings.Join(restricted, " and "))}
 		},
 	},
 }

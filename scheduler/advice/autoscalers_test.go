@@ -24,6 +24,11 @@ pluginConfig:
         nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [batch]}]}]
 `
 
+// projectionOff turns off the projection of node restrictions.
+const projectionOff = `
+projection: {nodeRestrictions: Disabled}
+`
+
 var autoscalerCases = []struct {
 	name    string
 	code    string
@@ -36,6 +41,23 @@ plugins:
   filter: {enabled: [{name: TestUnsignedFilter}]}
 `},
 	{name: "NodePool only, which the operator projects", code: "SPA601", spec: pool},
+	{name: "NodePool, projection off", code: "SPA602", spec: pool + projectionOff,
+		want: "spec.projection.nodeRestrictions is Disabled: autoscalers do not see NodePool nodeSelector on the pods"},
+	{name: "NodePool and addedAffinity, projection off", code: "SPA602", spec: projectionOff + `
+plugins:
+  multiPoint: {enabled: [{name: NodePool}]}
+pluginConfig:
+- name: NodePool
+  args: {nodeSelector: {matchLabels: {pool: batch}}}
+- name: NodeAffinity
+  args:
+    addedAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [z1]}]}]
+`,
+		want: "NodePool nodeSelector and NodeAffinity addedAffinity required terms"},
+	{name: "NodePool, projection on", code: "SPA602", spec: pool},
+	{name: "no restriction, projection off", code: "SPA602", spec: projectionOff},
 	{name: "addedAffinity only, which the operator projects", code: "SPA601", spec: addedAffinity},
 	{name: "a filter extender that is not ignorable", code: "SPA601", spec: filterExtender,
 		want: "spec.extenders[0] (urlPrefix http://extender.example:8888, filterVerb filter)"},

@@ -91,7 +91,7 @@ func checkAdvice(t *testing.T, ex example, cluster *advice.Cluster, want []strin
 	if cfg == nil {
 		return
 	}
-	got, err := advice.For(cfg, gates, cluster, advice.Ignored(ex.profile.Annotations))
+	got, err := advice.For(cfg, gates, cluster, ex.profile)
 	if err != nil {
 		t.Errorf("%s: %v", ex.where, err)
 		return

@@ -159,7 +159,7 @@ func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace
 // advise prints the advice on a valid profile, rendered as the one profile of its scheduler, to
 // stderr: advice is not an error, and the exit code stays.
 func (o *renderOutput) advise(what string, p *schedulingv1alpha1.SchedulerProfile, cfg *profile.Config, gates map[string]bool) {
-	found, err := advice.For(cfg.YAML, gates, o.cluster, advice.Ignored(p.Annotations))
+	found, err := advice.For(cfg.YAML, gates, o.cluster, p)
 	if err != nil {
 		o.fail("%s: checking for advice: %v", what, err)
 		return

@@ -392,7 +392,7 @@ func printFileAdvice(w io.Writer, file, namespace string, cluster *advice.Cluste
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		found, err := advice.For(cfg.YAML, gates, cluster, advice.Ignored(p.Annotations))
+		found, err := advice.For(cfg.YAML, gates, cluster, p)
 		if err != nil {
 			return fmt.Errorf("%s: checking for advice: %w", what, err)
 		}

@@ -51,6 +51,18 @@ func Install(ctx context.Context, c client.Client, root string) error {
 	if err != nil {
 		return err
 	}
+	if err := InstallCRDs(ctx, c, paths...); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	return nil
+}
+
+// InstallCRDs creates the CRDs of the YAML files (one each; those that exist are kept) and
+// waits until they are established.
+func InstallCRDs(ctx context.Context, c client.Client, paths ...string) error {
 	var names []string
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
@@ -66,13 +78,7 @@ func Install(ctx context.Context, c client.Client, root string) error {
 		}
 		names = append(names, crd.Name)
 	}
-	if err := WaitEstablished(ctx, c, names...); err != nil {
-		return err
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
-	}
-	return nil
+	return WaitEstablished(ctx, c, names...)
 }
 
 // establishTimeout bounds the wait for new CRDs to be served; the apiserver takes a second or two.

@@ -15,12 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
@@ -95,31 +93,18 @@ func karpenterPaths(binDir string) (crdDirs []string, binary string, err error) 
 // installKarpenterCRDs creates the CRDs of the YAML files in dirs and waits until they are
 // established.
 func installKarpenterCRDs(ctx context.Context, dirs []string) error {
-	var names []string
+	var files []string
 	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		found, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		if err != nil {
 			return err
 		}
-		if len(files) == 0 {
+		if len(found) == 0 {
 			return fmt.Errorf("%s: no CRD in %s", crdsEnv, dir)
 		}
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				return err
-			}
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(data, crd); err != nil {
-				return fmt.Errorf("parsing %s: %w", file, err)
-			}
-			if err := k8s.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating the CRD %s: %w", crd.Name, err)
-			}
-			names = append(names, crd.Name)
-		}
+		files = append(files, found...)
 	}
-	return operatorenv.WaitEstablished(ctx, k8s, names...)
+	return operatorenv.InstallCRDs(ctx, k8s, files...)
 }
 
 // startKarpenter runs Karpenter against the cluster of kubeconfig, logging to logPath, and returns

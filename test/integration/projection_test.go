@@ -129,20 +129,23 @@ func TestProjectionPolicy(t *testing.T) {
 		})
 	}
 
-	// A pod that a namespace label assigns gets the projection with its name.
+	// A pod that a namespace label assigns gets the projection with its name, once the
+	// apiserver has the assignment policy of this profile's name (its informer follows the
+	// operator's write a moment later, as for the projection policy above).
 	labelled := k.assignedNamespace(t, "project-assigned", schedulingv1alpha1.LabelAssignSchedulerName, name)
-	assigned, err := dryRunPod(t.Context(), k.admin, withTerms(testutil.MakePod("assigned", labelled).Obj(), ssd))
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := withTerms(testutil.MakePod("assigned", labelled).SchedulerName(name).Obj(), ssd)
 	projection.Project(want, r, note)
-	if assigned.Spec.SchedulerName != name || assigned.Annotations[schedulingv1alpha1.AnnotationAssignment] != "assigned" {
-		t.Errorf("the labelled namespace's pod got scheduler %q, annotation %q; want %q, assigned", assigned.Spec.SchedulerName, assigned.Annotations[schedulingv1alpha1.AnnotationAssignment], name)
-	}
-	if err := sameProjection(want, assigned); err != nil {
-		t.Errorf("the assigned pod: %v", err)
-	}
+	testutil.Eventually(t, assignTimeout, "the assignment policy to project", func(ctx context.Context) error {
+		assigned, err := dryRunPod(ctx, k.admin, withTerms(testutil.MakePod("assigned", labelled).Obj(), ssd))
+		if err != nil {
+			return err
+		}
+		if assigned.Spec.SchedulerName != name || assigned.Annotations[schedulingv1alpha1.AnnotationAssignment] != "assigned" {
+			return fmt.Errorf("the labelled namespace's pod got scheduler %q, annotation %q; want %q, assigned",
+				assigned.Spec.SchedulerName, assigned.Annotations[schedulingv1alpha1.AnnotationAssignment], name)
+		}
+		return sameProjection(want, assigned)
+	})
 
 	// Turned off in the profile: nothing is written, and the scheduler does not roll.
 	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {

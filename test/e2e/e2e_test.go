@@ -127,8 +127,9 @@ spec:
 	if c := countByLabel(placed, "lifecycle"); c["spot"] != 4 || c["on-demand"] != 3 {
 		t.Errorf("pods per lifecycle = %v, want the 4 CPUs of the spot node used first", c)
 	}
-	// An eighth pod fits nowhere in the pool: it stays pending with the NodePool reason, although
-	// the general nodes have room.
+	// An eighth pod fits nowhere in the pool: it stays pending with the pool's reason, although
+	// the general nodes have room. The pod carries the pool as node affinity (projection), which
+	// NodeAffinity, running before NodePool, rejects the other nodes by.
 	extra := nodes.pod("np-extra", "e2e-pool", 2000)
 	if err := k8s.Create(context.Background(), extra); err != nil {
 		t.Fatal(err)
@@ -143,7 +144,8 @@ spec:
 			t.Fatalf("the extra pod was bound to %s, outside what the pool can hold", got.Spec.NodeName)
 		}
 		for _, c := range got.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && contains(c.Message, "outside the scheduler's node pool") {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && contains(c.Message, poolReason) &&
+				got.Annotations[schedulingv1alpha1.AnnotationProjectedNodeRestrictions] != "" {
 				return nil
 			}
 		}

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
+
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
@@ -232,6 +234,11 @@ func countByLabel(nodes []*corev1.Node, key string) map[string]int {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// poolReason is why the scheduler of a profile with a NodePool rejects the nodes outside the
+// pool for a pod created after it served: the pod carries the pool as required node affinity
+// (projection), which NodeAffinity, running before NodePool, checks first.
+const poolReason = nodeaffinity.ErrReasonPod
 
 func mapValues(m map[string]int) iter.Seq[int] { return maps.Values(m) }
 

@@ -227,8 +227,8 @@ func previewGuards(t *testing.T, nodes testNodes, running string) {
 	// What the preview said is what the real scheduler does: a new pod stays pending.
 	stranded := nodes.pod("pv-stranded", previewName, 500)
 	createAtOnce(t, stranded)
-	if msg := waitUnschedulable(t, stranded); !strings.Contains(msg, "outside the scheduler's node pool") {
-		t.Errorf("the new pod was refused with %q, want NodePool's reason", msg)
+	if msg := waitUnschedulable(t, stranded); !strings.Contains(msg, poolReason) {
+		t.Errorf("the new pod was refused with %q, want the pool's reason (%q)", msg, poolReason)
 	}
 }
 

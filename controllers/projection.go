@@ -66,13 +66,17 @@ func (r *assignmentReconciler) projections(ctx context.Context, profiles []sched
 			}
 			return nil, fmt.Errorf("reading ConfigMap %s: %w", cmName, err)
 		}
+		// A configuration this operator cannot read (one an older release rendered) projects
+		// nothing; assignment and access go on.
 		restrictions, err := r.restrictions.of(cm)
 		if err != nil {
-			return nil, err
+			log.FromContext(ctx).Error(err, "Not projecting the node restrictions of a running configuration")
+			continue
 		}
 		inConfig, err := profilesIn(cm)
 		if err != nil {
-			return nil, err
+			log.FromContext(ctx).Error(err, "Not projecting the node restrictions of a running configuration")
+			continue
 		}
 		for name := range inConfig {
 			got := restrictions[name]

@@ -176,6 +176,12 @@ func applyMutation(expression string) admissionregistrationv1.Mutation {
 		ApplyConfiguration: &admissionregistrationv1.ApplyConfiguration{Expression: expression}}
 }
 
+// assignedName is, in the mutation after podMutation, the scheduler name the pod was just
+// assigned ("" for none), read from the pod as podMutation left it rather than from the
+// decision's variables, which read the pod as it came.
+var assignedName = "has(object.metadata.annotations) && " + celString(schedulingv1alpha1.AnnotationAssignment) + " in object.metadata.annotations && " +
+	"object.metadata.annotations[" + celString(schedulingv1alpha1.AnnotationAssignment) + "].startsWith('assigned') && has(object.spec.schedulerName) ? object.spec.schedulerName : ''"
+
 // podMutation writes a pod's annotation and scheduler name from variables annotation and
 // schedulerName, as one JSON patch: a JSON patch costs the apiserver less than an apply
 // configuration, which merges the whole pod. The pod's scheduler name is always set (defaulted).
@@ -210,7 +216,7 @@ func assignPolicy(ns string, names map[string]string, access []profileAccess, pr
 			MatchConditions: append(slices.Clone(podUntouched), admissionregistrationv1.MatchCondition{
 				Name: "not-in-a-podgroup", Expression: "!has(object.spec.schedulingGroup)"}),
 			Variables: append(decisionVariables("has(object.spec.schedulerName) ? object.spec.schedulerName : ''", names, access),
-				projectionVariables("variables.schedulerName", projections)...),
+				projectionVariables(assignedName, projections)...),
 			Mutations:          []admissionregistrationv1.Mutation{podMutation, projectionMutation},
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
@@ -266,7 +272,7 @@ func assignGangsPolicy(ns string, access []profileAccess, projections projectedN
 					" ? 'skipped: the pod names scheduler ' + variables.named : variables.denied != '' && variables.decided.startsWith('assigned') ? 'skipped: ' + variables.denied" +
 					" : variables.decided + ' (PodGroup ' + params.metadata.name + ')'"},
 				{Name: "schedulerName", Expression: "variables.annotation.startsWith('assigned ') ? variables.want : ''"},
-			}, projectionVariables("variables.schedulerName", projections)...),
+			}, projectionVariables(assignedName, projections)...),
 			Mutations:          []admissionregistrationv1.Mutation{podMutation, projectionMutation},
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,

@@ -44,18 +44,16 @@ func (m runningRestrictions) of(cm *corev1.ConfigMap) (map[string]projection.Res
 // whose running pods disagree (a rollout that changes them, both revisions ready) gets none
 // until one revision is left: either might place the pod.
 func (r *assignmentReconciler) projections(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile) (projectedNames, error) {
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
-		client.UnsafeDisableDeepCopy); err != nil { // only read
-		return nil, fmt.Errorf("listing scheduler pods: %w", err)
+	mounts, err := servingMounts(ctx, r.client, r.namespace, nil)
+	if err != nil {
+		return nil, err
 	}
 	byName := map[string]projection.Restriction{}
 	mixed := map[string]bool{}
 	seen := map[string]bool{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		cmName := configMapOf(&p.Spec)
-		if !podServes(p) || cmName == "" || seen[cmName] {
+	for _, m := range mounts {
+		cmName := m.configMap
+		if cmName == "" || seen[cmName] {
 			continue
 		}
 		seen[cmName] = true

@@ -257,13 +257,23 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 // until its last pod is gone, it holds only what schedules pods now. It is the status's
 // servedSchedulerName, which namespace assignment (its policies' params, stranded pods) reads.
 func (r *processObjects) runningNames(ctx context.Context, match client.ListOption) (servedNames, error) {
-	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
+	mounts, err := servingMounts(ctx, r.client, r.settings.namespace, match)
+	if err != nil {
+		return nil, err
+	}
+	return r.attribute(ctx, mounts)
+}
+
+// servingMounts are the configurations mounted by the scheduler pods of namespace ns, among
+// those that match (every one for nil), that schedule pods now (podServes).
+func servingMounts(ctx context.Context, c client.Reader, ns string, match client.ListOption) ([]schedulerMount, error) {
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
 		client.UnsafeDisableDeepCopy} // only read
 	if match != nil {
 		opts = append(opts, match)
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, opts...); err != nil {
+	if err := c.List(ctx, &pods, opts...); err != nil {
 		return nil, fmt.Errorf("listing scheduler pods: %w", err)
 	}
 	var mounts []schedulerMount
@@ -272,7 +282,7 @@ func (r *processObjects) runningNames(ctx context.Context, match client.ListOpti
 			mounts = append(mounts, schedulerMount{p.Labels, configMapOf(&p.Spec)})
 		}
 	}
-	return r.attribute(ctx, mounts)
+	return mounts, nil
 }
 
 // podServes tells whether a scheduler pod schedules pods now: running, ready, not being deleted.

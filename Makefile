@@ -85,7 +85,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, 
 	hack/update-api-docs.sh
 	go run ./hack/conditions-doc api/v1alpha1/conditions.go > docs/reference/conditions.md
 	go run ./hack/advice-doc > docs/reference/advice.md
-	go run ./hack/labels-doc api/v1alpha1/assignment.go api/v1alpha1/annotations.go controllers/names.go > docs/reference/labels.md
+	go run ./hack/labels-doc api/v1alpha1/labels.go > docs/reference/labels.md
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.

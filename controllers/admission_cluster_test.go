@@ -28,9 +28,9 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 	unlabelled := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
 	unlabelled.Labels = nil
 	forOthers := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
-	forOthers.Annotations[AnnotationExtenderTLSFor] = "s,Scheduler/p"
+	forOthers.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = "s,Scheduler/p"
 	forEveryone := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
-	forEveryone.Annotations[AnnotationExtenderTLSFor] = "*"
+	forEveryone.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = "*"
 	const named = "named in an extender's tlsConfig.secretRef"
 	// What a 1.37 apiserver serves by default: no composite pod groups.
 	served := []*metav1.APIResourceList{

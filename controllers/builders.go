@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -129,7 +131,7 @@ func serviceAccountSubject(proc *process, s settings) *rbacv1ac.SubjectApplyConf
 func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(proc.names.configMap(cfg.Hash), s.namespace).
 		WithLabels(proc.labels()).
-		WithLabels(map[string]string{LabelConfigHash: cfg.Hash, LabelGeneration: strconv.FormatInt(proc.owner.GetGeneration(), 10)}).
+		WithLabels(map[string]string{schedulingv1alpha1.LabelConfigHash: cfg.Hash, schedulingv1alpha1.LabelGeneration: strconv.FormatInt(proc.owner.GetGeneration(), 10)}).
 		WithImmutable(true).
 		WithData(map[string]string{configFileKey: string(cfg.YAML)})
 }
@@ -140,7 +142,7 @@ func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.Co
 // leader releases it on shutdown: the profile is never without a scheduler.
 func buildDeployment(proc *process, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
 	template := buildPodTemplate(proc, s, cfg)
-	template.WithAnnotations(map[string]string{AnnotationRevision: revisionOf(template)})
+	template.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: revisionOf(template)})
 	return deploymentWith(proc, s, template)
 }
 
@@ -189,12 +191,12 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 	if pc := ptr.Deref(sched.PriorityClassName, ""); pc != "" {
 		spec.WithPriorityClassName(pc)
 	}
-	annotations := map[string]string{AnnotationConfigHash: cfg.Hash}
+	annotations := map[string]string{schedulingv1alpha1.AnnotationConfigHash: cfg.Hash}
 	if !proc.onLegacyLease {
-		annotations[AnnotationLease] = proc.leaseName
+		annotations[schedulingv1alpha1.AnnotationLease] = proc.leaseName
 	}
 	if proc.secrets.hash != "" {
-		annotations[AnnotationExtenderSecretsHash] = proc.secrets.hash
+		annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash] = proc.secrets.hash
 	}
 	return corev1ac.PodTemplateSpec().
 		WithLabels(proc.labels()).

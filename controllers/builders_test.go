@@ -144,7 +144,7 @@ func TestBuildDeployment(t *testing.T) {
 			if diff := cmp.Diff(tc.wantStrategy, d.Spec.Strategy); diff != "" {
 				t.Errorf("strategy (-want +got):\n%s", diff)
 			}
-			if got := d.Spec.Template.Annotations[AnnotationConfigHash]; got != cfg.Hash {
+			if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != cfg.Hash {
 				t.Errorf("pod template hash annotation = %q, want %q", got, cfg.Hash)
 			}
 			if got := d.Spec.Template.Spec.Volumes[0].ConfigMap.Name; got != tc.profile.Name+"-config-"+cfg.Hash {

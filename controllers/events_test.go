@@ -3,6 +3,8 @@ package controllers
 import (
 	"testing"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/client-go/tools/events"
@@ -19,7 +21,7 @@ func TestRecordEvents(t *testing.T) {
 	deployment := func(available int32) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
 		d.Spec.Replicas = ptr.To[int32](1)
-		d.Spec.Template.Annotations = map[string]string{AnnotationConfigHash: cfg.Hash}
+		d.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationConfigHash: cfg.Hash}
 		d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 1, 1, available
 		return d
 	}

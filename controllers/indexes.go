@@ -37,7 +37,7 @@ const (
 	// indexWaitingForName indexes the profiles that wait for a scheduler name
 	// (ConfigValid=False, SchedulerNameConflict).
 	indexWaitingForName = "schedops.io/waitingForName"
-	// indexLease indexes the scheduler pods by the lease their template runs on (AnnotationLease).
+	// indexLease indexes the scheduler pods by the lease their template runs on (schedulingv1alpha1.AnnotationLease).
 	indexLease = "schedops.io/lease"
 )
 
@@ -81,7 +81,7 @@ func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string
 func fieldIndexes(image string) []fieldIndex {
 	byOwner := func(obj client.Object) []string {
 		var keys []string
-		for _, l := range []string{LabelProfile, LabelScheduler} {
+		for _, l := range []string{schedulingv1alpha1.LabelProfile, schedulingv1alpha1.LabelScheduler} {
 			if name := obj.GetLabels()[l]; name != "" {
 				keys = append(keys, ownerKey(l, name))
 			}
@@ -119,7 +119,7 @@ func fieldIndexes(image string) []fieldIndex {
 		}},
 		{&corev1.Pod{}, indexMounts, func(obj client.Object) []string { return bySpec(&obj.(*corev1.Pod).Spec) }},
 		{&corev1.Pod{}, indexLease, func(obj client.Object) []string {
-			if lease := obj.GetAnnotations()[AnnotationLease]; lease != "" {
+			if lease := obj.GetAnnotations()[schedulingv1alpha1.AnnotationLease]; lease != "" {
 				return []string{lease}
 			}
 			return nil

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,9 +37,9 @@ func TestOneLeaderStrategy(t *testing.T) {
 	p := testutil.MakeProfile("binpack").Obj()
 	onLease := func(lease string) map[string]string {
 		if lease == "" {
-			return map[string]string{AnnotationRevision: "old"}
+			return map[string]string{schedulingv1alpha1.AnnotationRevision: "old"}
 		}
-		return map[string]string{AnnotationRevision: "old", AnnotationLease: lease}
+		return map[string]string{schedulingv1alpha1.AnnotationRevision: "old", schedulingv1alpha1.AnnotationLease: lease}
 	}
 	live := func(lease string, strategy appsv1.DeploymentStrategyType, updated int32) *appsv1.Deployment {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
@@ -81,7 +83,7 @@ func TestLegacyTemplateLease(t *testing.T) {
 	if got := proc.leaseOf(corev1.PodTemplateSpec{}.Annotations); got != "team-a" {
 		t.Errorf("legacy lease %q, want team-a", got)
 	}
-	if got := proc.leaseOf(map[string]string{AnnotationLease: "schedops-team-a"}); got != "schedops-team-a" {
+	if got := proc.leaseOf(map[string]string{schedulingv1alpha1.AnnotationLease: "schedops-team-a"}); got != "schedops-team-a" {
 		t.Errorf("lease %q", got)
 	}
 }
@@ -103,14 +105,14 @@ func TestKeepLease(t *testing.T) {
 		t.Errorf("the held configuration is not on the legacy lease:\n%s", legacy.YAML)
 	}
 	tmpl := typed[appsv1.Deployment](t, buildDeployment(held, testSettings, legacy)).Spec.Template
-	if lease, ok := tmpl.Annotations[AnnotationLease]; ok {
+	if lease, ok := tmpl.Annotations[schedulingv1alpha1.AnnotationLease]; ok {
 		t.Errorf("the held template names the lease %q", lease)
 	}
 	if got := held.leaseOf(tmpl.Annotations); got != "binpack" {
 		t.Errorf("the held template runs on %q", got)
 	}
-	if tmpl.Annotations[AnnotationConfigHash] != legacy.Hash {
-		t.Errorf("the held template mounts the configuration %s, want %s", tmpl.Annotations[AnnotationConfigHash], legacy.Hash)
+	if tmpl.Annotations[schedulingv1alpha1.AnnotationConfigHash] != legacy.Hash {
+		t.Errorf("the held template mounts the configuration %s, want %s", tmpl.Annotations[schedulingv1alpha1.AnnotationConfigHash], legacy.Hash)
 	}
 
 	same, sameCfg, err := upgradeStep{image: "v2"}.keepLease(proc, cfg)
@@ -118,7 +120,7 @@ func TestKeepLease(t *testing.T) {
 		t.Errorf("a step that keeps no lease changed the pass: %v", err)
 	}
 	tmpl = typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg)).Spec.Template
-	if got := tmpl.Annotations[AnnotationLease]; got != "schedops-binpack" {
+	if got := tmpl.Annotations[schedulingv1alpha1.AnnotationLease]; got != "schedops-binpack" {
 		t.Errorf("the template names the lease %q", got)
 	}
 }
@@ -150,7 +152,7 @@ func TestRollbackToTheLegacyLeaseStopsTheWave(t *testing.T) {
 			}
 			rollback := buildDeployment(proc, ss, cfg)
 			markImageRollback(rollback, image)
-			if got := rollback.Annotations[AnnotationImageRolledBack] == image; got != tc.wantMark {
+			if got := rollback.Annotations[schedulingv1alpha1.AnnotationImageRolledBack] == image; got != tc.wantMark {
 				t.Errorf("marked %v, want %v (annotations %v)", got, tc.wantMark, rollback.Annotations)
 			}
 		})

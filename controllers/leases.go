@@ -197,7 +197,7 @@ func (r *leaseReconciler) leaseOf(_ context.Context, obj client.Object) []reconc
 	case *schedulingv1alpha1.Scheduler:
 		name = sharedProcess(o).leaseName
 	case *corev1.Pod:
-		name = o.Annotations[AnnotationLease]
+		name = o.Annotations[schedulingv1alpha1.AnnotationLease]
 	}
 	if !strings.HasPrefix(name, profile.LeasePrefix) {
 		return nil

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +38,7 @@ func TestLeaseReconciler(t *testing.T) {
 	released := func(name string) *coordinationv1.Lease { return lease(ns, name, "", time.Minute) }
 	pod := func(name, onLease string, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{AnnotationLease: onLease}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{schedulingv1alpha1.AnnotationLease: onLease}},
 			Status:     corev1.PodStatus{Phase: phase},
 		}
 	}
@@ -169,7 +171,7 @@ func TestLeaseOf(t *testing.T) {
 		{name: "profile with a scheduler name", obj: testutil.MakeProfile("p").SchedulerName("team-a").Obj(), want: "schedops-team-a", renders: "schedops-team-a"},
 		{name: "member of a Scheduler, whose own scheduler may still run", obj: testutil.MakeProfile("p").SchedulerRef("batch").Obj(), want: "schedops-p"},
 		{name: "Scheduler", obj: testutil.MakeScheduler("batch").Obj(), want: "schedops-batch.scheduler", renders: "schedops-batch.scheduler"},
-		{name: "pod", obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationLease: "schedops-binpack"}}}, want: "schedops-binpack"},
+		{name: "pod", obj: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{schedulingv1alpha1.AnnotationLease: "schedops-binpack"}}}, want: "schedops-binpack"},
 		{name: "pod on a lease of an operator before the prefix", obj: &corev1.Pod{}},
 	}
 	for _, tc := range tests {

@@ -121,7 +121,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	// the same inputs is computed once and shared (read-only) by those passes.
 	var runningHash string
 	if d != nil {
-		runningHash = d.Spec.Template.Annotations[AnnotationConfigHash]
+		runningHash = d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]
 	}
 	// A finished preview can hold or release a member's change: the outcomes known are part of
 	// the key.
@@ -174,7 +174,7 @@ func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alph
 	if err != nil || d == nil {
 		return false, err
 	}
-	return hash != "" && d.Spec.Template.Annotations[AnnotationConfigHash] == hash && deploymentAvailable(d), nil
+	return hash != "" && d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == hash && deploymentAvailable(d), nil
 }
 
 // planMembers is planScheduler with the profiles, the running entries and the served scheduler

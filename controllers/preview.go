@@ -600,7 +600,7 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 	}
 	if running != nil {
 		gates := runningGates(d)
-		req.key.from, req.key.fromGates = d.Spec.Template.Annotations[AnnotationConfigHash], gatesKey(gates)
+		req.key.from, req.key.fromGates = d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash], gatesKey(gates)
 		if !req.key.changes() {
 			return previewGate{}, nil
 		}

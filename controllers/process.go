@@ -32,12 +32,12 @@ type process struct {
 	// profile.LeasePrefix.
 	leaseName string
 	// legacyLease is the lease that schedulers of operator versions before the prefix used: a
-	// pod template without AnnotationLease runs on it.
+	// pod template without schedulingv1alpha1.AnnotationLease runs on it.
 	legacyLease string
 	// grantLegacy grants the scheduler legacyLease too, while a pod of a template that uses it
 	// may run (mayRunLegacyLease).
 	grantLegacy bool
-	// onLegacyLease keeps the template of this pass on legacyLease (no AnnotationLease): the
+	// onLegacyLease keeps the template of this pass on legacyLease (no schedulingv1alpha1.AnnotationLease): the
 	// upgrade wave holds a scheduler of an operator version before the prefix until its turn,
 	// and moving it to the prefixed lease would restart it (onLegacyLease).
 	onLegacyLease bool
@@ -91,7 +91,7 @@ func dedicatedProcess(p *schedulingv1alpha1.SchedulerProfile, schedulerName stri
 		extenders:   p.Spec.Extenders,
 		leaseName:   profile.LeaseName(schedulerName),
 		legacyLease: schedulerName,
-		ownerLabel:  LabelProfile,
+		ownerLabel:  schedulingv1alpha1.LabelProfile,
 	}
 }
 
@@ -107,14 +107,14 @@ func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 		extenders:   s.Spec.Extenders,
 		leaseName:   profile.LeasePrefix + names.deployment(),
 		legacyLease: names.deployment(),
-		ownerLabel:  LabelScheduler,
+		ownerLabel:  schedulingv1alpha1.LabelScheduler,
 	}
 }
 
 // leaseOf is the lease that the pods of a template of the process run on: the one its
-// AnnotationLease names, or the legacy lease for a template of an operator before the prefix.
+// schedulingv1alpha1.AnnotationLease names, or the legacy lease for a template of an operator before the prefix.
 func (proc *process) leaseOf(annotations map[string]string) string {
-	if name, ok := annotations[AnnotationLease]; ok {
+	if name, ok := annotations[schedulingv1alpha1.AnnotationLease]; ok {
 		return name
 	}
 	return proc.legacyLease

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,7 +72,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	stampApplied(desired, live, time.Now())
 	oneLeaderStrategy(proc, desired, live)
 	carryImageRollback(desired, live, r.settings.image)
-	revision := desired.Spec.Template.Annotations[AnnotationRevision]
+	revision := desired.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	if revision == st.failed {
 		rollback, refused, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, desiredImageOf(desired))
 		if err != nil {
@@ -100,12 +102,12 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	d, err := r.liveDeployment(ctx, proc)
 	if applied, ok := objs[len(objs)-1].desired.(*appsv1ac.DeploymentApplyConfiguration); ok && err == nil && live != nil && !r.upgraded(live) {
 		// In the wave (upgradeMu held): the next pass counts this one in flight from the cache.
-		d, err = r.cachedTemplate(ctx, proc, applied.Spec.Template.Annotations[AnnotationRevision])
+		d, err = r.cachedTemplate(ctx, proc, applied.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision])
 	}
 	if err != nil {
 		return nil, st, err
 	}
-	if st, err = r.judgeRollout(ctx, proc, d, st); err != nil || st.failed != revision || d.Spec.Template.Annotations[AnnotationRevision] != revision {
+	if st, err = r.judgeRollout(ctx, proc, d, st); err != nil || st.failed != revision || d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] != revision {
 		return d, st, err
 	}
 	// The rollout of this revision failed just now: return to the last available one at once.
@@ -231,7 +233,7 @@ func (r *processObjects) runningConfig(ctx context.Context, proc *process, d *ap
 	if d == nil {
 		return nil, nil
 	}
-	hash := d.Spec.Template.Annotations[AnnotationConfigHash]
+	hash := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]
 	if hash == "" {
 		return nil, nil
 	}
@@ -340,7 +342,7 @@ func (r *processObjects) judgeRollout(ctx context.Context, proc *process, d *app
 	if d == nil {
 		return st, nil
 	}
-	o := rolloutObservation{revision: d.Spec.Template.Annotations[AnnotationRevision], available: deploymentAvailable(d)}
+	o := rolloutObservation{revision: d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision], available: deploymentAvailable(d)}
 	if st.judges(o.revision, o.available) {
 		v, err := r.judgeRevision(ctx, proc, d, o.revision)
 		if err != nil {
@@ -399,7 +401,7 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 		return nil, "", nil
 	}
 	// The template that live runs already mounts its Secrets: applying it again mounts nothing.
-	if live == nil || live.Spec.Template.Annotations[AnnotationRevision] != revision {
+	if live == nil || live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] != revision {
 		if refused, err := r.unconsentedSecret(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
 			return nil, refused, err
 		}
@@ -451,7 +453,7 @@ func (r *processObjects) mayRunLegacyLease(ctx context.Context, proc *process, l
 	if proc.leaseOf(live.Spec.Template.Annotations) != proc.leaseName || live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		return true, nil
 	}
-	if st.lastAvailable == "" || st.lastAvailable == live.Spec.Template.Annotations[AnnotationRevision] {
+	if st.lastAvailable == "" || st.lastAvailable == live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
 		return false, nil
 	}
 	var rss appsv1.ReplicaSetList

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +75,6 @@ func unusedConfigMaps(proc *process, cms []corev1.ConfigMap, rss []appsv1.Replic
 
 // generation is the owner generation a ConfigMap was rendered for; 0 if unknown.
 func generation(cm corev1.ConfigMap) int64 {
-	g, _ := strconv.ParseInt(cm.Labels[LabelGeneration], 10, 64)
+	g, _ := strconv.ParseInt(cm.Labels[schedulingv1alpha1.LabelGeneration], 10, 64)
 	return g
 }

@@ -23,7 +23,7 @@ func TestUnusedConfigMaps(t *testing.T) {
 		c := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name:              "bp-config-" + hash,
 			CreationTimestamp: metav1.NewTime(base.Add(-time.Duration(age) * time.Minute)),
-			Labels:            map[string]string{LabelGeneration: strconv.Itoa(100 - age)},
+			Labels:            map[string]string{schedulingv1alpha1.LabelGeneration: strconv.Itoa(100 - age)},
 		}}
 		if owner != nil {
 			c.OwnerReferences = []metav1.OwnerReference{{UID: owner.UID, Controller: ptr.To(true), Name: owner.Name}}

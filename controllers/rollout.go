@@ -214,7 +214,7 @@ func revisionOf(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 // replicaSetOf finds the ReplicaSet of a revision among a Deployment's.
 func replicaSetOf(rss []appsv1.ReplicaSet, revision string) *appsv1.ReplicaSet {
 	for i := range rss {
-		if rss[i].Spec.Template.Annotations[AnnotationRevision] == revision {
+		if rss[i].Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] == revision {
 			return &rss[i]
 		}
 	}
@@ -344,12 +344,12 @@ func rolloutDeadline(proc *process, th RolloutThresholds) time.Duration {
 // stamp makes no write at steady state.
 func stampApplied(desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment, now time.Time) {
 	at := now.UTC().Format(time.RFC3339)
-	if live != nil && live.Spec.Template.Annotations[AnnotationRevision] == desired.Spec.Template.Annotations[AnnotationRevision] {
+	if live != nil && live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] == desired.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
 		if _, ok := appliedAt(live); ok {
-			at = live.Annotations[AnnotationRevisionAppliedAt]
+			at = live.Annotations[schedulingv1alpha1.AnnotationRevisionAppliedAt]
 		}
 	}
-	desired.WithAnnotations(map[string]string{AnnotationRevisionAppliedAt: at})
+	desired.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevisionAppliedAt: at})
 }
 
 // oneLeaderStrategy makes a rollout between templates on different leases a Recreate: the old
@@ -379,7 +379,7 @@ func onTemplate(d *appsv1.Deployment) bool {
 // appliedAt is when the operator applied the live Deployment's revision; false when it did not
 // record it.
 func appliedAt(d *appsv1.Deployment) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339, d.Annotations[AnnotationRevisionAppliedAt])
+	t, err := time.Parse(time.RFC3339, d.Annotations[schedulingv1alpha1.AnnotationRevisionAppliedAt])
 	return t, err == nil
 }
 

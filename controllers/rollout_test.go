@@ -335,9 +335,9 @@ func TestStampApplied(t *testing.T) {
 	const earlier = "2026-11-30T11:00:00Z"
 	live := func(revision, appliedAt string) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
-		d.Spec.Template.Annotations = map[string]string{AnnotationRevision: revision}
+		d.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: revision}
 		if appliedAt != "" {
-			d.Annotations = map[string]string{AnnotationRevisionAppliedAt: appliedAt}
+			d.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevisionAppliedAt: appliedAt}
 		}
 		return d
 	}
@@ -355,9 +355,9 @@ func TestStampApplied(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			desired := appsv1ac.Deployment("s", "ns").WithSpec(appsv1ac.DeploymentSpec().
-				WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{AnnotationRevision: "rev-a"})))
+				WithTemplate(corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: "rev-a"})))
 			stampApplied(desired, tc.live, testNow.Add(300*time.Millisecond))
-			if diff := cmp.Diff(map[string]string{AnnotationRevisionAppliedAt: tc.want}, desired.Annotations); diff != "" {
+			if diff := cmp.Diff(map[string]string{schedulingv1alpha1.AnnotationRevisionAppliedAt: tc.want}, desired.Annotations); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
 		})
@@ -368,10 +368,10 @@ func TestStampApplied(t *testing.T) {
 // controller added, so the Deployment selects the same pods again.
 func TestRollbackTemplate(t *testing.T) {
 	rs := &appsv1.ReplicaSet{}
-	rs.Spec.Template.Labels = map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "abc", LabelProfile: "p"}
-	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1"}
+	rs.Spec.Template.Labels = map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "abc", schedulingv1alpha1.LabelProfile: "p"}
+	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1"}
 	got := rollbackTemplate(rs)
-	if _, ok := got.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ok || got.Labels[LabelProfile] != "p" || got.Annotations[AnnotationRevision] != "r1" {
+	if _, ok := got.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ok || got.Labels[schedulingv1alpha1.LabelProfile] != "p" || got.Annotations[schedulingv1alpha1.AnnotationRevision] != "r1" {
 		t.Errorf("rollback template labels %v annotations %v", got.Labels, got.Annotations)
 	}
 	if rs.Spec.Template.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != "abc" {
@@ -386,17 +386,17 @@ func TestRollbackChecksConsent(t *testing.T) {
 	proc := dedicated(testutil.MakeProfile("p").Obj())
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "p-scheduler-1", Labels: proc.selectorLabels()}}
 	rs.Spec.Template.Labels = proc.selectorLabels()
-	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1"}
+	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1"}
 	rs.Spec.Template.Spec.Volumes = []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "p-config-1"}}}},
 		{Name: "extender-tls-0", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "a"}}},
 		{Name: "extender-tls-1", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "b"}}},
 	}
 	withdrawn := tlsSecret("b", nil)
-	withdrawn.Annotations[AnnotationExtenderTLSFor] = "q"
+	withdrawn.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = "q"
 	onRevision := func(rev string) *appsv1.Deployment {
 		d := &appsv1.Deployment{}
-		d.Spec.Template.Annotations = map[string]string{AnnotationRevision: rev}
+		d.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: rev}
 		return d
 	}
 	const notFor = `Secret ops/b, which that revision mounts, does not consent to p: its annotation scheduling.schedops.io/extender-tls-for does not list "p"; the Secret's owner adds it there to consent`
@@ -428,7 +428,7 @@ func TestRollbackChecksConsent(t *testing.T) {
 			}
 			if rollback != nil {
 				d := typed[appsv1.Deployment](t, rollback.desired)
-				if got := d.Spec.Template.Annotations[AnnotationRevision]; got != "r1" {
+				if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; got != "r1" {
 					t.Errorf("the rollback applies revision %q, want r1", got)
 				}
 			}
@@ -462,16 +462,16 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 	config, mounting := configWithNames, mountingConfig
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "shared.scheduler-1", Labels: proc.selectorLabels()}}
 	rs.Spec.Template.Labels = proc.selectorLabels()
-	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1"}
+	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1"}
 	rs.Spec.Template.Spec = mounting("shared.config-1")
 	// The dedicated profile "left" now serves the name the old revision had for a member.
 	taken := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "left-scheduler",
-			Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, LabelProfile: "left"}},
+			Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, schedulingv1alpha1.LabelProfile: "left"}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: mounting("left-config-1")}},
 	}
 	live := &appsv1.Deployment{}
-	live.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r2"}
+	live.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r2"}
 	tests := []struct {
 		name        string
 		objs        []client.Object
@@ -505,7 +505,7 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 	proc := dedicated(testutil.MakeProfile("p").Obj())
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "p-scheduler-1", Labels: proc.selectorLabels()}}
 	rs.Spec.Template.Labels = proc.selectorLabels()
-	rs.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r1", AnnotationLease: proc.leaseName}
+	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1", schedulingv1alpha1.AnnotationLease: proc.leaseName}
 	rs.Spec.Template.Spec.Containers = []corev1.Container{{Name: schedulerContainer, Image: "example.com/spo:v1"}}
 	for _, tc := range []struct {
 		name, mark string
@@ -517,9 +517,9 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			live := &appsv1.Deployment{}
-			live.Spec.Template.Annotations = map[string]string{AnnotationRevision: "r2"}
+			live.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r2"}
 			if tc.mark != "" {
-				live.Annotations = map[string]string{AnnotationImageRolledBack: tc.mark}
+				live.Annotations = map[string]string{schedulingv1alpha1.AnnotationImageRolledBack: tc.mark}
 			}
 			// The revision rolled back from runs the same image as r1: markImageRollback adds nothing.
 			r := fakeObjects(rs.DeepCopy())
@@ -528,7 +528,7 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 				t.Fatalf("rollback %v, refused %q, err %v", rollback, refused, err)
 			}
 			d := typed[appsv1.Deployment](t, rollback.desired)
-			if got, ok := d.Annotations[AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.image) {
+			if got, ok := d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.image) {
 				t.Errorf("the rollback's mark is %q (set: %v), want set: %v", got, ok, tc.wantMark)
 			}
 		})

@@ -52,7 +52,7 @@ func NewSchedulerReconciler(c client.Client, d Discovery, recorder events.EventR
 // SetupWithManager watches Schedulers, the objects they own, the profiles that join, change
 // or leave them, and the previews of the members' changes.
 func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{}), LabelScheduler).
+	return ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.Scheduler{}), schedulingv1alpha1.LabelScheduler).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		Watches(&schedulingv1alpha1.SchedulerProfile{},
 			handler.EnqueueRequestsFromMapFunc(r.schedulersOf),
@@ -62,10 +62,10 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, enqueueWaitingForNames(r.client, waitingScheduler)).
 		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingScheduler)).
 		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
-		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelScheduler)).
+		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(schedulingv1alpha1.LabelScheduler)).
 		// An owner that cannot move (refused, deleted) neither takes nor holds a turn.
-		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelScheduler), builder.WithPredicates(waveTurnChanged)).
-		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelScheduler), builder.WithPredicates(waveTurnChanged)).
+		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(schedulingv1alpha1.LabelScheduler), builder.WithPredicates(waveTurnChanged)).
+		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(schedulingv1alpha1.LabelScheduler), builder.WithPredicates(waveTurnChanged)).
 		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
 		// A finished preview decides a member's guarded change.

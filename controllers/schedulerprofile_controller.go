@@ -86,7 +86,7 @@ func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events
 // hand is restored), other profiles, whose scheduler names and queue sorts can conflict, and the
 // Schedulers and their Deployments, which decide what a shared profile's status says.
 func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}, builder.WithPredicates(notMemberStatusWrite)), LabelProfile).
+	b := ownsProcessObjects(ctrl.NewControllerManagedBy(mgr).For(&schedulingv1alpha1.SchedulerProfile{}, builder.WithPredicates(notMemberStatusWrite)), schedulingv1alpha1.LabelProfile).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workersOr(r.workers)}).
 		// A profile's create, delete or spec change can start or end a conflict of the others;
 		// status-only updates cannot.
@@ -100,10 +100,10 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, enqueueWaitingForNames(r.client, waitingProfile)).
 		Watches(&appsv1.Deployment{}, enqueueWaitingForNames(r.client, waitingProfile)).
 		// A new scheduler image rolls a few schedulers at a time: the next when one is available.
-		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(LabelProfile)).
+		Watches(&appsv1.Deployment{}, r.enqueueHeldSchedulers(schedulingv1alpha1.LabelProfile)).
 		// An owner that cannot move (refused, deleted) neither takes nor holds a turn.
-		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
-		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(LabelProfile), builder.WithPredicates(waveTurnChanged)).
+		Watches(&schedulingv1alpha1.Scheduler{}, r.enqueueHeldOwners(schedulingv1alpha1.LabelProfile), builder.WithPredicates(waveTurnChanged)).
+		Watches(&schedulingv1alpha1.SchedulerProfile{}, r.enqueueHeldOwners(schedulingv1alpha1.LabelProfile), builder.WithPredicates(waveTurnChanged)).
 		// The status counts the Namespaces assigned to the profile's scheduler name.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A finished preview decides a guarded change and goes into the status.
@@ -142,10 +142,10 @@ func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.O
 // profilesOfSchedulerPod enqueues the profile whose own scheduler a pod runs, or the members of
 // the Scheduler it runs.
 func (r *SchedulerProfileReconciler) profilesOfSchedulerPod(ctx context.Context, obj client.Object) []reconcile.Request {
-	if p, ok := obj.GetLabels()[LabelProfile]; ok {
+	if p, ok := obj.GetLabels()[schedulingv1alpha1.LabelProfile]; ok {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: p}}}
 	}
-	if s, ok := obj.GetLabels()[LabelScheduler]; ok {
+	if s, ok := obj.GetLabels()[schedulingv1alpha1.LabelScheduler]; ok {
 		return r.membersOf(ctx, &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: s}})
 	}
 	return nil
@@ -166,7 +166,7 @@ var servingChanged = predicate.Funcs{
 // progress, the configuration that runs): the write of that status enqueues them (membersOf),
 // so that a Deployment's event does not pass every member twice.
 func (r *SchedulerProfileReconciler) membersOfDeployment(ctx context.Context, obj client.Object) []reconcile.Request {
-	name, ok := obj.GetLabels()[LabelScheduler]
+	name, ok := obj.GetLabels()[schedulingv1alpha1.LabelScheduler]
 	if !ok {
 		return nil
 	}
@@ -387,12 +387,12 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 // servedNameFor is the scheduler name that a running scheduler serves for p now (runningNames):
 // its own scheduler's, or its Scheduler's; asked is the name p asks for.
 func (r *SchedulerProfileReconciler) servedNameFor(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, asked string) (string, error) {
-	index, err := r.runningNames(ctx, client.MatchingLabels{LabelProfile: p.Name})
+	index, err := r.runningNames(ctx, client.MatchingLabels{schedulingv1alpha1.LabelProfile: p.Name})
 	if err != nil {
 		return "", err
 	}
 	if ref := p.Spec.SchedulerRef.Name; ref != "" {
-		shared, err := r.runningNames(ctx, client.MatchingLabels{LabelScheduler: ref})
+		shared, err := r.runningNames(ctx, client.MatchingLabels{schedulingv1alpha1.LabelScheduler: ref})
 		if err != nil {
 			return "", err
 		}
@@ -505,7 +505,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	if _, obs.rollout.upgrade.config, err = obs.rollout.upgrade.keepLease(proc, pl.config); err != nil {
 		return err
 	}
-	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[AnnotationConfigHash] == obs.rollout.upgrade.config.Hash
+	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == obs.rollout.upgrade.config.Hash
 	// Hand-over before release: the profile's own scheduler goes only once every replica of the
 	// Scheduler runs the configuration that contains the profile. An available replica of the
 	// old revision does not serve it, and a new revision that fails is rolled back.
@@ -527,7 +527,7 @@ func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *sch
 	if err != nil {
 		return "", err
 	}
-	configMap := proc.names.configMap(d.Spec.Template.Annotations[AnnotationConfigHash])
+	configMap := proc.names.configMap(d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash])
 	if running[p.Name] == nil {
 		return fmt.Sprintf("Scheduler %s runs the configuration %s, which has no entry of this profile (see ConfigValid)", s.Name, configMap), nil
 	}

@@ -140,24 +140,24 @@ func checkExtenderSecret(key client.ObjectKey, secret *corev1.Secret, user strin
 
 // secretConsent is the one rule of a Secret's consent to be mounted into a scheduler, for the
 // admission webhook, every rollout and every rollback: the Secret is labelled
-// LabelExtenderTLS=true and its AnnotationExtenderTLSFor lists user, the name of the process
+// schedulingv1alpha1.LabelExtenderTLS=true and its schedulingv1alpha1.AnnotationExtenderTLSFor lists user, the name of the process
 // that mounts it (secretUser), or "*". It returns "" when the Secret consents, else why not, to
 // follow the Secret's name in a message, with what its owner adds to consent.
 func secretConsent(secret *corev1.Secret, user string) string {
-	if secret.Labels[LabelExtenderTLS] != "true" {
+	if secret.Labels[schedulingv1alpha1.LabelExtenderTLS] != "true" {
 		return fmt.Sprintf("is not labelled %s=true: a Secret is used by an extender only when it says so, with that label and %q in its annotation %s",
-			LabelExtenderTLS, user, AnnotationExtenderTLSFor)
+			schedulingv1alpha1.LabelExtenderTLS, user, schedulingv1alpha1.AnnotationExtenderTLSFor)
 	}
-	for name := range strings.SplitSeq(secret.Annotations[AnnotationExtenderTLSFor], ",") {
+	for name := range strings.SplitSeq(secret.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor], ",") {
 		if name = strings.TrimSpace(name); name == user || name == "*" {
 			return ""
 		}
 	}
 	return fmt.Sprintf("does not consent to %s: its annotation %s does not list %q; the Secret's owner adds it there to consent",
-		user, AnnotationExtenderTLSFor, user)
+		user, schedulingv1alpha1.AnnotationExtenderTLSFor, user)
 }
 
-// secretUser is how a Secret's AnnotationExtenderTLSFor names the process, which mounts the
+// secretUser is how a Secret's schedulingv1alpha1.AnnotationExtenderTLSFor names the process, which mounts the
 // Secrets of its extenders: a profile that runs its own scheduler by its name, a Scheduler as
 // "Scheduler/<name>". A Scheduler's extenders serve all its members, and a member has none of
 // its own (the CRD refuses extenders with schedulerRef), so the Scheduler is the user. No

@@ -56,8 +56,8 @@ func TestBuildDeploymentMountsExtenderSecrets(t *testing.T) {
 	if diff := cmp.Diff(wantMounts, spec.Containers[0].VolumeMounts[2:]); diff != "" {
 		t.Errorf("Secret mounts (-want +got):\n%s", diff)
 	}
-	if got := d.Spec.Template.Annotations[AnnotationExtenderSecretsHash]; got != "0123456789" {
-		t.Errorf("annotation %s = %q, want the Secrets' hash", AnnotationExtenderSecretsHash, got)
+	if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash]; got != "0123456789" {
+		t.Errorf("annotation %s = %q, want the Secrets' hash", schedulingv1alpha1.AnnotationExtenderSecretsHash, got)
 	}
 }
 
@@ -73,17 +73,17 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 		return typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg))
 	}
 	before, after := build("aaaaaaaaaa"), build("bbbbbbbbbb")
-	if before.Spec.Template.Annotations[AnnotationRevision] == after.Spec.Template.Annotations[AnnotationRevision] {
+	if before.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] == after.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
 		t.Error("a rotated Secret kept the pod template revision; the scheduler would not restart")
 	}
-	if before.Spec.Template.Annotations[AnnotationConfigHash] != after.Spec.Template.Annotations[AnnotationConfigHash] ||
+	if before.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] != after.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] ||
 		before.Spec.Template.Spec.Volumes[0].ConfigMap.Name != after.Spec.Template.Spec.Volumes[0].ConfigMap.Name {
 		t.Error("a rotated Secret changed the configuration or its ConfigMap")
 	}
 
 	plain := testutil.MakeProfile("plain").Obj()
 	d := typed[appsv1.Deployment](t, buildDeployment(dedicated(plain), testSettings, testConfig(t, plain)))
-	if _, ok := d.Spec.Template.Annotations[AnnotationExtenderSecretsHash]; ok || len(d.Spec.Template.Spec.Volumes) != 2 {
+	if _, ok := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash]; ok || len(d.Spec.Template.Spec.Volumes) != 2 {
 		t.Errorf("a profile without extender Secrets has annotations %v and %d volumes, want no Secret hash and 2 volumes",
 			d.Spec.Template.Annotations, len(d.Spec.Template.Spec.Volumes))
 	}
@@ -97,8 +97,8 @@ const testSecretUsers = "p, Scheduler/s"
 // testSecretUsers.
 func tlsSecret(name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name,
-		Labels:      map[string]string{LabelExtenderTLS: "true"},
-		Annotations: map[string]string{AnnotationExtenderTLSFor: testSecretUsers}}, Data: data}
+		Labels:      map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"},
+		Annotations: map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: testSecretUsers}}, Data: data}
 }
 
 // Two client key pairs, made once: generating RSA keys is slow.
@@ -121,7 +121,7 @@ func TestReadExtenderSecrets(t *testing.T) {
 	unlabelled := tlsSecret("b", full)
 	unlabelled.Labels = nil
 	forOthers := tlsSecret("b", full)
-	forOthers.Annotations[AnnotationExtenderTLSFor] = "q, Scheduler/p"
+	forOthers.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = "q, Scheduler/p"
 	const named = "named in an extender's tlsConfig.secretRef"
 	tests := []struct {
 		name       string
@@ -137,7 +137,7 @@ func TestReadExtenderSecrets(t *testing.T) {
 			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, does not exist`},
 		{name: "a Secret has no key", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", map[string][]byte{"tls.crt": cert1})},
 			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, has no key "tls.key"`},
-		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{tlsSecret("a", withCA), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", Labels: map[string]string{LabelExtenderTLS: "true"}}, Data: full}},
+		{name: "a Secret in another namespace does not count", secrets: []*corev1.Secret{tlsSecret("a", withCA), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", Labels: map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"}}, Data: full}},
 			wantReason: "SecretNotFound", want: `Secret ops/b, ` + named + `, does not exist`},
 		{name: "a Secret without consent", secrets: []*corev1.Secret{tlsSecret("a", withCA), unlabelled},
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "p" in its annotation scheduling.schedops.io/extender-tls-for`},
@@ -187,10 +187,10 @@ func TestSecretConsent(t *testing.T) {
 	secret := func(label string, annotation *string) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "a"}}
 		if label != "" {
-			s.Labels = map[string]string{LabelExtenderTLS: label}
+			s.Labels = map[string]string{schedulingv1alpha1.LabelExtenderTLS: label}
 		}
 		if annotation != nil {
-			s.Annotations = map[string]string{AnnotationExtenderTLSFor: *annotation}
+			s.Annotations = map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: *annotation}
 		}
 		return s
 	}

@@ -191,13 +191,13 @@ func (r *processObjects) attribute(ctx context.Context, mounts []schedulerMount)
 		if err != nil {
 			return nil, err
 		}
-		if p := m.labels[LabelProfile]; p != "" {
+		if p := m.labels[schedulingv1alpha1.LabelProfile]; p != "" {
 			for _, n := range names {
 				index.add(n, p)
 			}
 			continue
 		}
-		s := m.labels[LabelScheduler]
+		s := m.labels[schedulingv1alpha1.LabelScheduler]
 		if s == "" {
 			continue
 		}

@@ -150,17 +150,17 @@ func TestServedNamesIndex(t *testing.T) {
 	objs := []client.Object{
 		config("a-config-1", "a"), config("a-config-0", "a-old"), config("b-config-1", "b"), config("shared.config-1", "sx", "sy"),
 		// a's rollout from a-old to a is under way: the old pod still runs.
-		deployment("a-scheduler", managed(LabelProfile, "a"), 1, "a-config-1"),
-		pod("a-old-pod", managed(LabelProfile, "a"), "a-config-0", corev1.PodRunning),
+		deployment("a-scheduler", managed(schedulingv1alpha1.LabelProfile, "a"), 1, "a-config-1"),
+		pod("a-old-pod", managed(schedulingv1alpha1.LabelProfile, "a"), "a-config-0", corev1.PodRunning),
 		// b is scaled down and its last pod has finished: it serves nothing.
-		deployment("b-scheduler", managed(LabelProfile, "b"), 0, "b-config-1"),
-		pod("b-pod", managed(LabelProfile, "b"), "b-config-1", corev1.PodSucceeded),
+		deployment("b-scheduler", managed(schedulingv1alpha1.LabelProfile, "b"), 0, "b-config-1"),
+		pod("b-pod", managed(schedulingv1alpha1.LabelProfile, "b"), "b-config-1", corev1.PodSucceeded),
 		// a deleted profile's pod, not yet collected, mounting a ConfigMap already gone.
-		pod("c-pod", managed(LabelProfile, "c"), "c-config-1", corev1.PodRunning),
-		deployment("shared.scheduler", managed(LabelScheduler, "shared"), 2, "shared.config-1"),
+		pod("c-pod", managed(schedulingv1alpha1.LabelProfile, "c"), "c-config-1", corev1.PodRunning),
+		deployment("shared.scheduler", managed(schedulingv1alpha1.LabelScheduler, "shared"), 2, "shared.config-1"),
 		// An old pod of the Scheduler still serves sz, of a member its status no longer lists.
 		config("shared.config-0", "sx", "sz"),
-		pod("shared-old-pod", managed(LabelScheduler, "shared"), "shared.config-0", corev1.PodRunning),
+		pod("shared-old-pod", managed(schedulingv1alpha1.LabelScheduler, "shared"), "shared.config-0", corev1.PodRunning),
 		shared,
 	}
 	r := fakeObjects(objs...)

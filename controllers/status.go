@@ -151,7 +151,7 @@ func progress(d *appsv1.Deployment, hash, configMap string) (metav1.ConditionSta
 
 // rolledOut tells whether every replica of the Deployment runs the configuration with hash.
 func rolledOut(d *appsv1.Deployment, hash string) bool {
-	return d.Spec.Template.Annotations[AnnotationConfigHash] == hash && deploymentAvailable(d)
+	return d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == hash && deploymentAvailable(d)
 }
 
 func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
@@ -246,8 +246,8 @@ func statusOf(p *schedulingv1alpha1.SchedulerProfile) *schedulingv1alpha1.Schedu
 // upgrade wave keeps it there), or after a rollback the one of the revision the Deployment
 // returned to.
 func runningHash(cfg *profile.Config, st rolloutState, d *appsv1.Deployment) string {
-	if st.failed != "" && d != nil && d.Spec.Template.Annotations[AnnotationConfigHash] != "" {
-		return d.Spec.Template.Annotations[AnnotationConfigHash]
+	if st.failed != "" && d != nil && d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] != "" {
+		return d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]
 	}
 	if st.upgrade.config != nil {
 		return st.upgrade.config.Hash

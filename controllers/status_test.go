@@ -25,7 +25,7 @@ func TestSetStatus(t *testing.T) {
 		d := &appsv1.Deployment{}
 		d.Generation, d.Status.ObservedGeneration = 2, 2
 		d.Spec.Replicas = ptr.To(replicas)
-		d.Spec.Template.Annotations = map[string]string{AnnotationConfigHash: hash}
+		d.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationConfigHash: hash}
 		d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = replicas, updated, available
 		d.Status.Conditions = conds
 		return d

@@ -52,7 +52,7 @@ type waveMember struct {
 	name  string
 	image string
 	// leased is set when the template runs on a lease with profile.LeasePrefix (it carries
-	// AnnotationLease); a template of an operator version before the prefix does not.
+	// schedulingv1alpha1.AnnotationLease); a template of an operator version before the prefix does not.
 	leased    bool
 	available bool
 	// moves is set when the Deployment's owner is reconciled into a new template: it exists, is
@@ -154,9 +154,9 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 		d := &list.Items[i]
 		members = append(members, waveMember{
 			name: d.Name, image: schedulerImageOf(d), leased: leased(d.Spec.Template.Annotations), available: deploymentAvailable(d),
-			moves:      moving[LabelProfile][d.Labels[LabelProfile]] || moving[LabelScheduler][d.Labels[LabelScheduler]],
-			heldChange: held[d.Labels[LabelProfile]],
-			rolledBack: d.Annotations[AnnotationImageRolledBack],
+			moves:      moving[schedulingv1alpha1.LabelProfile][d.Labels[schedulingv1alpha1.LabelProfile]] || moving[schedulingv1alpha1.LabelScheduler][d.Labels[schedulingv1alpha1.LabelScheduler]],
+			heldChange: held[d.Labels[schedulingv1alpha1.LabelProfile]],
+			rolledBack: d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack],
 		})
 	}
 	return planUpgrade(proc.names.deployment(), r.settings.image, members, r.upgradeMaxInFlight), nil
@@ -175,14 +175,14 @@ func (r *processObjects) movingOwners(ctx context.Context) (moving map[string]ma
 	if err := r.client.List(ctx, &schedulers, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return nil, nil, fmt.Errorf("listing Schedulers: %w", err)
 	}
-	moving, held = map[string]map[string]bool{LabelProfile: {}, LabelScheduler: {}}, map[string]bool{}
+	moving, held = map[string]map[string]bool{schedulingv1alpha1.LabelProfile: {}, schedulingv1alpha1.LabelScheduler: {}}, map[string]bool{}
 	for i := range profiles.Items {
 		p := &profiles.Items[i]
-		moving[LabelProfile][p.Name] = ownerMoves(p)
+		moving[schedulingv1alpha1.LabelProfile][p.Name] = ownerMoves(p)
 		held[p.Name] = p.DeletionTimestamp == nil && p.Spec.SchedulerRef.Name == "" && previewHeld(p.Status.Conditions)
 	}
 	for i := range schedulers.Items {
-		moving[LabelScheduler][schedulers.Items[i].Name] = ownerMoves(&schedulers.Items[i])
+		moving[schedulingv1alpha1.LabelScheduler][schedulers.Items[i].Name] = ownerMoves(&schedulers.Items[i])
 	}
 	return moving, held, nil
 }
@@ -233,11 +233,11 @@ func (r *processObjects) runHeld(ctx context.Context, proc *process, live *appsv
 		if err := r.applyAll(ctx, []owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
 			return live, st, err
 		}
-		if live, err = r.cachedTemplate(ctx, proc, d.Spec.Template.Annotations[AnnotationRevision]); err != nil || live == nil {
+		if live, err = r.cachedTemplate(ctx, proc, d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]); err != nil || live == nil {
 			return live, st, err
 		}
 	}
-	revision := live.Spec.Template.Annotations[AnnotationRevision]
+	revision := live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	var err error
 	if st, err = r.judgeRollout(ctx, proc, live, st); err != nil || st.failed != revision {
 		return live, st, err
@@ -265,7 +265,7 @@ func (r *processObjects) cachedTemplate(ctx context.Context, proc *process, revi
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
 		var err error
 		live, err = r.liveDeployment(ctx, proc)
-		return err != nil || live == nil || live.Spec.Template.Annotations[AnnotationRevision] == revision, err
+		return err != nil || live == nil || live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] == revision, err
 	})
 	if wait.Interrupted(err) {
 		return live, nil
@@ -278,7 +278,7 @@ func (r *processObjects) cachedTemplate(ctx context.Context, proc *process, revi
 func templateOnImage(live *corev1.PodTemplateSpec, image string) *corev1ac.PodTemplateSpecApplyConfiguration {
 	t := live.DeepCopy()
 	delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-	delete(t.Annotations, AnnotationRevision)
+	delete(t.Annotations, schedulingv1alpha1.AnnotationRevision)
 	for i := range t.Spec.Containers {
 		if t.Spec.Containers[i].Name == schedulerContainer {
 			t.Spec.Containers[i].Image = image
@@ -286,7 +286,7 @@ func templateOnImage(live *corev1.PodTemplateSpec, image string) *corev1ac.PodTe
 	}
 	out := corev1ac.PodTemplateSpec()
 	mustConvert(t, out)
-	out.WithAnnotations(map[string]string{AnnotationRevision: revisionOf(out)})
+	out.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: revisionOf(out)})
 	return out
 }
 
@@ -316,7 +316,7 @@ func upgradedTo(image string, d *appsv1.Deployment) bool {
 }
 
 // keepLease is the process and configuration of a pass that the step holds on the legacy lease:
-// the template keeps no AnnotationLease, and the configuration that lease. Otherwise they are
+// the template keeps no schedulingv1alpha1.AnnotationLease, and the configuration that lease. Otherwise they are
 // proc and cfg.
 func (u upgradeStep) keepLease(proc *process, cfg *profile.Config) (*process, *profile.Config, error) {
 	if !u.legacyLease {
@@ -332,9 +332,9 @@ func (u upgradeStep) keepLease(proc *process, cfg *profile.Config) (*process, *p
 }
 
 // leased tells whether a pod template runs on a prefixed lease: one of an operator version before
-// profile.LeasePrefix has no AnnotationLease.
+// profile.LeasePrefix has no schedulingv1alpha1.AnnotationLease.
 func leased(annotations map[string]string) bool {
-	_, ok := annotations[AnnotationLease]
+	_, ok := annotations[schedulingv1alpha1.AnnotationLease]
 	return ok
 }
 
@@ -367,15 +367,15 @@ func desiredImageOf(d *appsv1ac.DeploymentApplyConfiguration) string {
 // the operator's image changes.
 func markImageRollback(rollback *appsv1ac.DeploymentApplyConfiguration, failedImage string) {
 	if failedImage != "" && (failedImage != desiredImageOf(rollback) || !leased(rollback.Spec.Template.Annotations)) {
-		rollback.WithAnnotations(map[string]string{AnnotationImageRolledBack: failedImage})
+		rollback.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationImageRolledBack: failedImage})
 	}
 }
 
 // carryImageRollback keeps the mark of a rollback from the operator's current image on the
 // Deployment, so that the wave of that image stays stopped.
 func carryImageRollback(desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment, image string) {
-	if live != nil && live.Annotations[AnnotationImageRolledBack] == image {
-		desired.WithAnnotations(map[string]string{AnnotationImageRolledBack: image})
+	if live != nil && live.Annotations[schedulingv1alpha1.AnnotationImageRolledBack] == image {
+		desired.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationImageRolledBack: image})
 	}
 }
 

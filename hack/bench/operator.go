@@ -369,7 +369,7 @@ func waitProfiles(ctx context.Context, admin client.Client, profiles client.Read
 		return fmt.Errorf("%d of %d profiles %s: %w", n, o.operatorProfiles, what, err)
 	}
 	var deployments appsv1.DeploymentList
-	if err := admin.List(ctx, &deployments, client.InNamespace(operatorNamespace), client.HasLabels{controllers.LabelProfile}); err != nil {
+	if err := admin.List(ctx, &deployments, client.InNamespace(operatorNamespace), client.HasLabels{v1alpha1.LabelProfile}); err != nil {
 		return err
 	}
 	if len(deployments.Items) != o.operatorProfiles {
@@ -382,7 +382,7 @@ func waitProfiles(ctx context.Context, admin client.Client, profiles client.Read
 // would write once every replica of the current template is available.
 func markDeploymentsAvailable(ctx context.Context, admin client.Client) error {
 	var list appsv1.DeploymentList
-	if err := admin.List(ctx, &list, client.InNamespace(operatorNamespace), client.HasLabels{controllers.LabelProfile}); err != nil {
+	if err := admin.List(ctx, &list, client.InNamespace(operatorNamespace), client.HasLabels{v1alpha1.LabelProfile}); err != nil {
 		return err
 	}
 	return cluster.Parallel(ctx, len(list.Items), func(ctx context.Context, i int) error {

@@ -349,7 +349,7 @@ func waitRunning(ctx context.Context, admin client.Client, o options, done func(
 				err = client.IgnoreNotFound(err)
 				return
 			}
-			hash := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]
+			hash := d.Spec.Template.Annotations[v1alpha1.AnnotationConfigHash]
 			if hash == checked {
 				return
 			}

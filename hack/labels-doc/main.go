@@ -2,7 +2,7 @@
 // writes, from the constants and doc comments of the files it is given, so that the page lists
 // exactly the keys the code uses. `make generate` runs it:
 //
-//	go run ./hack/labels-doc api/v1alpha1/assignment.go api/v1alpha1/annotations.go controllers/names.go > docs/reference/labels.md
+//	go run ./hack/labels-doc api/v1alpha1/labels.go > docs/reference/labels.md
 package main
 
 import (

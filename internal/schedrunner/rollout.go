@@ -4,10 +4,10 @@ import (
 	"context"
 	"slices"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/schedops/scheduler-profile-operator/controllers"
 )
 
 // maxSurge is how many processes a rollout may run beyond spec.replicas; like the operator's
@@ -20,8 +20,8 @@ const maxSurge = 1
 // on SIGTERM), and a change of replicas scales up or down. One start or stop per step keeps every stage observable.
 func (r *Runner) step(ctx context.Context, d *appsv1.Deployment) error {
 	want := int(ptr.Deref(d.Spec.Replicas, 1))
-	hash := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]
-	revision := d.Spec.Template.Annotations[controllers.AnnotationRevision]
+	hash := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]
+	revision := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	reps := r.live(d.Name)
 	for _, rep := range reps {
 		rep.probe(ctx)

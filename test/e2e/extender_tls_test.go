@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -54,14 +53,14 @@ func (ca testCA) sign(t *testing.T, cfg certutil.Config) (certPEM, keyPEM []byte
 }
 
 // clientCertSecret is a kubernetes.io/tls Secret with a client certificate of the CA and the CA,
-// which consents to extender use by users (controllers.AnnotationExtenderTLSFor).
+// which consents to extender use by users (schedulingv1alpha1.AnnotationExtenderTLSFor).
 func (ca testCA) clientCertSecret(t *testing.T, name, commonName, users string) *corev1.Secret {
 	t.Helper()
 	certPEM, keyPEM := ca.sign(t, certutil.Config{CommonName: commonName, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name,
-			Labels:      map[string]string{controllers.LabelExtenderTLS: "true"},
-			Annotations: map[string]string{controllers.AnnotationExtenderTLSFor: users}},
+			Labels:      map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"},
+			Annotations: map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: users}},
 		Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM()},
 	}
@@ -264,5 +263,5 @@ func deploymentRevision(ctx context.Context, name string) (string, error) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, d); err != nil {
 		return "", err
 	}
-	return d.Spec.Template.Annotations[controllers.AnnotationRevision], nil
+	return d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision], nil
 }

@@ -21,7 +21,6 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/nodeaffinity"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -202,7 +201,7 @@ func waitRolledOut(t *testing.T, name, from string) *schedulingv1alpha1.Schedule
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: p.Status.DeploymentName}, d); err != nil {
 			return err
 		}
-		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != hash {
+		if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != hash {
 			return fmt.Errorf("the Deployment's pod template has config hash %q, want %s", got, hash)
 		}
 		return nil

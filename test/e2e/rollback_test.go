@@ -54,7 +54,7 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: p.Status.DeploymentName}, d); err != nil {
 			return err
 		}
-		if rev := d.Spec.Template.Annotations[controllers.AnnotationRevision]; rev != rev1 || len(d.Spec.Template.Spec.NodeSelector) != 0 {
+		if rev := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; rev != rev1 || len(d.Spec.Template.Spec.NodeSelector) != 0 {
 			return fmt.Errorf("revision %s, nodeSelector %v", rev, d.Spec.Template.Spec.NodeSelector)
 		}
 		return nil
@@ -96,9 +96,9 @@ spec:
 	if err := k8s.Get(t.Context(), client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
 		t.Fatal(err)
 	}
-	applied, err := time.Parse(time.RFC3339, d.Annotations[controllers.AnnotationRevisionAppliedAt])
+	applied, err := time.Parse(time.RFC3339, d.Annotations[schedulingv1alpha1.AnnotationRevisionAppliedAt])
 	if err != nil {
-		t.Fatalf("annotation %s of the change: %v", controllers.AnnotationRevisionAppliedAt, err)
+		t.Fatalf("annotation %s of the change: %v", schedulingv1alpha1.AnnotationRevisionAppliedAt, err)
 	}
 	deadline := 30 * time.Second
 	time.Sleep(time.Until(applied.Add(deadline + 2*time.Second)))

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -56,11 +55,11 @@ spec:
 	}
 	// One process serves both: neither member has a scheduler Deployment of its own.
 	var own appsv1.DeploymentList
-	if err := k8s.List(context.Background(), &own, client.InNamespace(operatorNamespace), client.HasLabels{controllers.LabelProfile}); err != nil {
+	if err := k8s.List(context.Background(), &own, client.InNamespace(operatorNamespace), client.HasLabels{schedulingv1alpha1.LabelProfile}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range own.Items {
-		if p := d.Labels[controllers.LabelProfile]; p == "e2e-shared-binpack" || p == "e2e-shared-spread" {
+		if p := d.Labels[schedulingv1alpha1.LabelProfile]; p == "e2e-shared-binpack" || p == "e2e-shared-spread" {
 			t.Errorf("member %s has a Deployment of its own: %s", p, d.Name)
 		}
 	}

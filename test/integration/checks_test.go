@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -76,8 +75,8 @@ func checkControlledBy(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, wha
 	if diff := cmp.Diff(want, obj.GetOwnerReferences()); diff != "" {
 		t.Errorf("Owner references of %s %s (-want +got):\n%s", what, obj.GetName(), diff)
 	}
-	if got := obj.GetLabels()[controllers.LabelProfile]; got != p.Name {
-		t.Errorf("%s %s has label %s=%q, want %q", what, obj.GetName(), controllers.LabelProfile, got, p.Name)
+	if got := obj.GetLabels()[schedulingv1alpha1.LabelProfile]; got != p.Name {
+		t.Errorf("%s %s has label %s=%q, want %q", what, obj.GetName(), schedulingv1alpha1.LabelProfile, got, p.Name)
 	}
 }
 
@@ -147,8 +146,8 @@ func checkConfigMap(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedu
 	if cm.Immutable == nil || !*cm.Immutable {
 		t.Errorf("ConfigMap %s is not immutable", cm.Name)
 	}
-	if got := cm.Labels[controllers.LabelConfigHash]; got != p.Status.ConfigHash {
-		t.Errorf("ConfigMap %s has label %s=%q, want the status' configHash %q", cm.Name, controllers.LabelConfigHash, got, p.Status.ConfigHash)
+	if got := cm.Labels[schedulingv1alpha1.LabelConfigHash]; got != p.Status.ConfigHash {
+		t.Errorf("ConfigMap %s has label %s=%q, want the status' configHash %q", cm.Name, schedulingv1alpha1.LabelConfigHash, got, p.Status.ConfigHash)
 	}
 	var doc renderedConfig
 	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &doc); err != nil {
@@ -177,8 +176,8 @@ func checkConfigMap(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, schedu
 func checkDeployment(t *testing.T, p *schedulingv1alpha1.SchedulerProfile, cm *corev1.ConfigMap, d *appsv1.Deployment) {
 	t.Helper()
 	tmpl := d.Spec.Template
-	if got := tmpl.Annotations[controllers.AnnotationConfigHash]; got != p.Status.ConfigHash {
-		t.Errorf("Pod template annotation %s=%q, want the status' configHash %q", controllers.AnnotationConfigHash, got, p.Status.ConfigHash)
+	if got := tmpl.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != p.Status.ConfigHash {
+		t.Errorf("Pod template annotation %s=%q, want the status' configHash %q", schedulingv1alpha1.AnnotationConfigHash, got, p.Status.ConfigHash)
 	}
 	if got, want := tmpl.Spec.ServiceAccountName, p.Name+"-scheduler"; got != want {
 		t.Errorf("serviceAccountName %q, want %q", got, want)

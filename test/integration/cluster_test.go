@@ -99,7 +99,7 @@ func (k *cluster) deleteProfileAndObjects(t *testing.T, name string) {
 	if err := client.IgnoreNotFound(k.admin.Delete(ctx, p)); err != nil {
 		t.Errorf("Deleting SchedulerProfile %s: %v", name, err)
 	}
-	k.deleteObjectsOf(ctx, t, controllers.LabelProfile, name)
+	k.deleteObjectsOf(ctx, t, schedulingv1alpha1.LabelProfile, name)
 }
 
 // deleteObjectsOf deletes the objects that carry label=owner, in every place a process has them,
@@ -174,7 +174,7 @@ func (k *cluster) markDeploymentAvailable(t *testing.T, name string) {
 // profileConfigMaps returns the sorted names of the ConfigMaps of profile name.
 func (k *cluster) profileConfigMaps(ctx context.Context, name string) ([]string, error) {
 	var list corev1.ConfigMapList
-	if err := k.admin.List(ctx, &list, client.InNamespace(operatorNamespace), client.MatchingLabels{controllers.LabelProfile: name}); err != nil {
+	if err := k.admin.List(ctx, &list, client.InNamespace(operatorNamespace), client.MatchingLabels{schedulingv1alpha1.LabelProfile: name}); err != nil {
 		return nil, err
 	}
 	var names []string

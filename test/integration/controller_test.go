@@ -81,7 +81,7 @@ func TestControllerRollsOutSpecChange(t *testing.T) {
 		t.Errorf("The new configuration lacks the change:\n%s", config)
 	}
 	d := objs[objDeployment].(*appsv1.Deployment)
-	if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != after.Status.ConfigHash {
+	if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != after.Status.ConfigHash {
 		t.Errorf("The pod template's hash is %q, want the new %q", got, after.Status.ConfigHash)
 	}
 	old := &corev1.ConfigMap{}
@@ -299,7 +299,7 @@ func TestControllerSchedulerNameConflict(t *testing.T) {
 	testutil.Consistently(t, 2*time.Second, younger+" waits while the deleted profile's Deployment serves the name", func(ctx context.Context) error {
 		return k.deploymentAbsent(ctx, younger+"-scheduler")
 	})
-	k.deleteObjectsOf(t.Context(), t, controllers.LabelProfile, older)
+	k.deleteObjectsOf(t.Context(), t, schedulingv1alpha1.LabelProfile, older)
 	p = k.waitForRollout(t, younger)
 	checkStatusNames(t, p, shared)
 	k.checkOwnedObjects(t, p, shared, k.waitForOwned(t, p, p.Status.ConfigMapName))
@@ -405,7 +405,7 @@ func TestControllerRenameOntoServedName(t *testing.T) {
 	k.createProfile(t, testutil.MakeProfile(younger).SchedulerName(taken).Obj())
 	k.waitForRollout(t, younger)
 	hashOf := func(name string) string {
-		return k.liveDeployment(t, name+"-scheduler").Spec.Template.Annotations[controllers.AnnotationConfigHash]
+		return k.liveDeployment(t, name+"-scheduler").Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]
 	}
 	olderHash, youngerHash := hashOf(older), hashOf(younger)
 

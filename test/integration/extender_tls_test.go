@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -31,12 +30,12 @@ var (
 )
 
 // extenderSecret is a Secret of the operator's namespace with data that consents to extender
-// use by users: the value of its annotation controllers.AnnotationExtenderTLSFor.
+// use by users: the value of its annotation schedulingv1alpha1.AnnotationExtenderTLSFor.
 func extenderSecret(name, users string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name,
-			Labels:      map[string]string{controllers.LabelExtenderTLS: "true"},
-			Annotations: map[string]string{controllers.AnnotationExtenderTLSFor: users}},
+			Labels:      map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"},
+			Annotations: map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: users}},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
@@ -102,11 +101,13 @@ func TestControllerExtenderSecret(t *testing.T) {
 
 	// Rotation: a new certificate is a new pod template, with the same configuration.
 	k.updateSecret(t, secret, pair(testCert2, testKey2))
-	rotated := k.waitForRevision(t, before.Status.DeploymentName, func(rev string) bool { return rev != d.Spec.Template.Annotations[controllers.AnnotationRevision] })
-	if got, was := rotated.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash], d.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash]; got == was {
+	rotated := k.waitForRevision(t, before.Status.DeploymentName, func(rev string) bool {
+		return rev != d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
+	})
+	if got, was := rotated.Spec.Template.Annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash], d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash]; got == was {
 		t.Errorf("The Secrets' hash stayed %s after the rotation", got)
 	}
-	if got := rotated.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != before.Status.ConfigHash {
+	if got := rotated.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != before.Status.ConfigHash {
 		t.Errorf("The rotation changed the config hash from %s to %s", before.Status.ConfigHash, got)
 	}
 	after, err := k.getProfile(t.Context(), name)
@@ -135,7 +136,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.waitForConfigValidMessage(t, name, secretInvalid, "is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so")
-	if still := k.liveDeployment(t, before.Status.DeploymentName); still.Spec.Template.Annotations[controllers.AnnotationRevision] != rotated.Spec.Template.Annotations[controllers.AnnotationRevision] {
+	if still := k.liveDeployment(t, before.Status.DeploymentName); still.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] != rotated.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
 		t.Errorf("The Deployment changed while the Secret was refused")
 	}
 
@@ -147,7 +148,7 @@ func TestControllerExtenderSecret(t *testing.T) {
 	k.waitForConditions(t, name, secretNotFound, available,
 		conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSecretNotFound})
 	still := k.liveDeployment(t, before.Status.DeploymentName)
-	if still.Spec.Template.Annotations[controllers.AnnotationRevision] != rotated.Spec.Template.Annotations[controllers.AnnotationRevision] {
+	if still.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] != rotated.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
 		t.Errorf("The Deployment changed while the Secret was missing")
 	}
 }
@@ -182,7 +183,7 @@ func TestSchedulerExtenderSecret(t *testing.T) {
 	secret := extenderSecret(secretName, member, map[string][]byte{"tls.crt": testCert1, "tls.key": testKey1})
 	k.createSecret(t, secret)
 	k.waitForDegradedScheduler(t, name, schedulingv1alpha1.ReasonSecretInvalid,
-		fmt.Sprintf(`does not consent to Scheduler/%s: its annotation %s does not list "Scheduler/%s"`, name, controllers.AnnotationExtenderTLSFor, name))
+		fmt.Sprintf(`does not consent to Scheduler/%s: its annotation %s does not list "Scheduler/%s"`, name, schedulingv1alpha1.AnnotationExtenderTLSFor, name))
 	k.waitForConfigValidMessage(t, member, secretInvalid, "Scheduler/"+name)
 	if err := k.deploymentAbsent(t.Context(), name+".scheduler"); err != nil {
 		t.Error(err)
@@ -263,7 +264,7 @@ func checkSecretMounted(t *testing.T, d *appsv1.Deployment, secret string) {
 		t.Errorf("Deployment %s does not mount Secret %s read-only at /etc/kubernetes/extenders/%s: volumes %v, mounts %v",
 			d.Name, secret, secret, spec.Volumes, spec.Containers[0].VolumeMounts)
 	}
-	if d.Spec.Template.Annotations[controllers.AnnotationExtenderSecretsHash] == "" {
-		t.Errorf("Deployment %s has no %s annotation", d.Name, controllers.AnnotationExtenderSecretsHash)
+	if d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash] == "" {
+		t.Errorf("Deployment %s has no %s annotation", d.Name, schedulingv1alpha1.AnnotationExtenderSecretsHash)
 	}
 }

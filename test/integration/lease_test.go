@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
@@ -49,8 +48,8 @@ func TestLeaseMigration(t *testing.T) {
 	// to, and a Role for the lease named after the scheduler.
 	const legacyRevision = "legacy0000"
 	k.mutateDeployment(t, deployment, func(d *appsv1.Deployment) {
-		delete(d.Spec.Template.Annotations, controllers.AnnotationLease)
-		d.Spec.Template.Annotations[controllers.AnnotationRevision] = legacyRevision
+		delete(d.Spec.Template.Annotations, schedulingv1alpha1.AnnotationLease)
+		d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] = legacyRevision
 	})
 	k.createReplicaSet(t, k.liveDeployment(t, deployment), "legacy")
 	k.markDeploymentAvailable(t, deployment)
@@ -63,7 +62,7 @@ func TestLeaseMigration(t *testing.T) {
 	// Nothing on the old lease is left to run or to return to.
 	k.markAvailableAfterRecreate(t, deployment)
 	k.waitForLease(t, name, lease, appsv1.RollingUpdateDeploymentStrategyType, lease)
-	k.waitForLastAvailable(t, name, k.liveDeployment(t, deployment).Spec.Template.Annotations[controllers.AnnotationRevision])
+	k.waitForLastAvailable(t, name, k.liveDeployment(t, deployment).Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision])
 }
 
 // markAvailableAfterRecreate plays the Deployment controller at the end of a Recreate: every new
@@ -94,7 +93,7 @@ func (k *cluster) waitForLease(t *testing.T, name, lease string, strategy appsv1
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name + "-scheduler"}, d); err != nil {
 			return err
 		}
-		if got := d.Spec.Template.Annotations[controllers.AnnotationLease]; got != lease {
+		if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationLease]; got != lease {
 			return fmt.Errorf("template on lease %q", got)
 		}
 		if d.Spec.Strategy.Type != strategy {
@@ -182,8 +181,8 @@ func TestLeaseMigrationIsPaced(t *testing.T) {
 	for _, name := range names {
 		deployment := name + "-scheduler"
 		k.mutateDeployment(t, deployment, func(d *appsv1.Deployment) {
-			delete(d.Spec.Template.Annotations, controllers.AnnotationLease)
-			d.Spec.Template.Annotations[controllers.AnnotationRevision] = "legacy0000"
+			delete(d.Spec.Template.Annotations, schedulingv1alpha1.AnnotationLease)
+			d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] = "legacy0000"
 		})
 		k.createReplicaSet(t, k.liveDeployment(t, deployment), "legacy")
 		k.markDeploymentAvailable(t, deployment)
@@ -249,7 +248,7 @@ func TestLeaseMigrationIsPaced(t *testing.T) {
 		}
 		k.createReplicaSet(t, d, "v2")
 		k.markAvailableAfterRecreate(t, d.Name)
-		k.waitForLastAvailable(t, name, d.Spec.Template.Annotations[controllers.AnnotationRevision])
+		k.waitForLastAvailable(t, name, d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision])
 	}
 }
 
@@ -262,7 +261,7 @@ func (k *cluster) leasesAre(ctx context.Context, names []string, waiting string,
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name + "-scheduler"}, d); err != nil {
 			return err
 		}
-		lease, prefixed := d.Spec.Template.Annotations[controllers.AnnotationLease]
+		lease, prefixed := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationLease]
 		if prefixed != (i < n) {
 			return fmt.Errorf("Deployment %s: template lease %q (annotated %v), want the first %d prefixed", d.Name, lease, prefixed, n)
 		}
@@ -270,7 +269,7 @@ func (k *cluster) leasesAre(ctx context.Context, names []string, waiting string,
 			continue
 		}
 		cm := &corev1.ConfigMap{}
-		key := client.ObjectKey{Namespace: operatorNamespace, Name: name + "-config-" + d.Spec.Template.Annotations[controllers.AnnotationConfigHash]}
+		key := client.ObjectKey{Namespace: operatorNamespace, Name: name + "-config-" + d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]}
 		if err := k.admin.Get(ctx, key, cm); err != nil {
 			return err
 		}

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -61,7 +60,7 @@ func fetchOwned(ctx context.Context, reader client.Reader, p *schedulingv1alpha1
 		}
 	}
 	var rbs rbacv1.RoleBindingList
-	if err := reader.List(ctx, &rbs, client.InNamespace("kube-system"), client.MatchingLabels{controllers.LabelProfile: p.Name}); err != nil {
+	if err := reader.List(ctx, &rbs, client.InNamespace("kube-system"), client.MatchingLabels{schedulingv1alpha1.LabelProfile: p.Name}); err != nil {
 		return nil, fmt.Errorf("listing RoleBindings in kube-system: %w", err)
 	}
 	if len(rbs.Items) != 1 {

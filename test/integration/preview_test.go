@@ -91,7 +91,7 @@ func TestPreviewGuardRefusesThenReportRolls(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
 			return err
 		}
-		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != first.Status.ConfigHash {
+		if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != first.Status.ConfigHash {
 			return fmt.Errorf("the Deployment runs %s, not %s", got, first.Status.ConfigHash)
 		}
 		return nil
@@ -272,7 +272,7 @@ func TestPreviewGuardRefusesARename(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name + "-scheduler"}, d); err != nil {
 			return err
 		}
-		if got := d.Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != first.Status.ConfigHash {
+		if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != first.Status.ConfigHash {
 			return fmt.Errorf("the Deployment runs %s, not %s", got, first.Status.ConfigHash)
 		}
 		return nil

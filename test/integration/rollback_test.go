@@ -36,7 +36,7 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 	k.createProfile(t, testutil.MakeProfile(name).PluginConfig("NodeResourcesFit", mostAllocated).Obj())
 	k.waitForRollout(t, name)
 	first := k.liveDeployment(t, name+"-scheduler")
-	rev1 := first.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rev1 := first.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	k.createReplicaSet(t, first, "h1")
 	k.markDeploymentAvailable(t, first.Name)
 	k.waitForLastAvailable(t, name, rev1)
@@ -45,7 +45,7 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 		p.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(leastAllocated)}
 	})
 	second := k.waitForRevision(t, first.Name, func(rev string) bool { return rev != rev1 })
-	rev2 := second.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rev2 := second.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	rs2 := k.createReplicaSet(t, second, "h2")
 	k.createUnschedulablePod(t, rs2)
 	unschedulable := time.Now()
@@ -69,7 +69,7 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 	t.Logf("Degraded: %s", findCondition(p, schedulingv1alpha1.ConditionDegraded).Message)
 	k.waitForRevision(t, first.Name, func(rev string) bool { return rev == rev1 })
 	k.waitForProfile(t, name, "to name the configuration it returned to", func(p *schedulingv1alpha1.SchedulerProfile) error {
-		if want := first.Spec.Template.Annotations[controllers.AnnotationConfigHash]; p.Status.ConfigHash != want {
+		if want := first.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; p.Status.ConfigHash != want {
 			return fmt.Errorf("status.configHash %s, want the first one %s", p.Status.ConfigHash, want)
 		}
 		return nil
@@ -79,7 +79,7 @@ func TestControllerRollsBackAFailedRollout(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: first.Name}, d); err != nil {
 			return err
 		}
-		if rev := d.Spec.Template.Annotations[controllers.AnnotationRevision]; rev != rev1 {
+		if rev := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; rev != rev1 {
 			return fmt.Errorf("the Deployment went to revision %s", rev)
 		}
 		return nil
@@ -111,7 +111,7 @@ func TestControllerRevertAfterDeadlineRollsOut(t *testing.T) {
 	k.createProfile(t, testutil.MakeProfile(name).PluginConfig("NodeResourcesFit", mostAllocated).Obj())
 	k.waitForRollout(t, name)
 	first := k.liveDeployment(t, name+"-scheduler")
-	rev1 := first.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rev1 := first.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	rs1 := k.createReplicaSet(t, first, "h1")
 	k.markDeploymentAvailable(t, first.Name)
 	k.waitForLastAvailable(t, name, rev1)
@@ -120,7 +120,7 @@ func TestControllerRevertAfterDeadlineRollsOut(t *testing.T) {
 		p.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(leastAllocated)}
 	})
 	second := k.waitForRevision(t, first.Name, func(rev string) bool { return rev != rev1 })
-	rev2 := second.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rev2 := second.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	k.createReplicaSet(t, second, "h2")
 	k.markDeploymentAvailable(t, first.Name)
 	k.waitForLastAvailable(t, name, rev2)
@@ -128,7 +128,7 @@ func TestControllerRevertAfterDeadlineRollsOut(t *testing.T) {
 	// Past the deadline of the change, and the first ReplicaSet older than the deadline.
 	rs1 = k.liveReplicaSet(t, rs1.Name)
 	time.Sleep(time.Until(rs1.CreationTimestamp.Add(deadline + time.Second)))
-	appliedBefore := k.liveDeployment(t, first.Name).Annotations[controllers.AnnotationRevisionAppliedAt]
+	appliedBefore := k.liveDeployment(t, first.Name).Annotations[schedulingv1alpha1.AnnotationRevisionAppliedAt]
 	generation := k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
 		p.Spec.PluginConfig[0].Args = runtime.RawExtension{Raw: []byte(mostAllocated)}
 	})
@@ -145,9 +145,9 @@ func TestControllerRevertAfterDeadlineRollsOut(t *testing.T) {
 	back := k.liveDeployment(t, first.Name)
 	t.Logf("Reverted to revision %s %s after its ReplicaSet was created (deadline %s); applied at %s, the change at %s",
 		rev1, reverted.Sub(rs1.CreationTimestamp.Time).Round(100*time.Millisecond), deadline,
-		back.Annotations[controllers.AnnotationRevisionAppliedAt], appliedBefore)
-	if at := back.Annotations[controllers.AnnotationRevisionAppliedAt]; at == "" || at == appliedBefore {
-		t.Errorf("annotation %s is %q after the revert, want a new time (before: %q)", controllers.AnnotationRevisionAppliedAt, at, appliedBefore)
+		back.Annotations[schedulingv1alpha1.AnnotationRevisionAppliedAt], appliedBefore)
+	if at := back.Annotations[schedulingv1alpha1.AnnotationRevisionAppliedAt]; at == "" || at == appliedBefore {
+		t.Errorf("annotation %s is %q after the revert, want a new time (before: %q)", schedulingv1alpha1.AnnotationRevisionAppliedAt, at, appliedBefore)
 	}
 	// Within its own deadline the revert is a rollout in progress, like any other.
 	testutil.Consistently(t, deadline/3, "the revert to be left rolling out", func(ctx context.Context) error {
@@ -183,7 +183,7 @@ func (k *cluster) notRolledBack(ctx context.Context, name, deployment, rev strin
 	if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
 		return err
 	}
-	if got := d.Spec.Template.Annotations[controllers.AnnotationRevision]; got != rev {
+	if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; got != rev {
 		return fmt.Errorf("the Deployment is on revision %s, not %s", got, rev)
 	}
 	return nil
@@ -229,7 +229,7 @@ func (k *cluster) waitForRevision(t *testing.T, name string, ok func(string) boo
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: name}, d); err != nil {
 			return err
 		}
-		if rev := d.Spec.Template.Annotations[controllers.AnnotationRevision]; !ok(rev) {
+		if rev := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; !ok(rev) {
 			return fmt.Errorf("revision %s", rev)
 		}
 		got = d

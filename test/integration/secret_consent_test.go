@@ -39,7 +39,7 @@ func TestControllerSecretConsentNamesItsUsers(t *testing.T) {
 	ranA := k.waitForRollout(t, a)
 	checkSecretMounted(t, k.liveDeployment(t, ranA.Status.DeploymentName), secret.Name)
 	k.waitForConfigValidMessage(t, b, secretInvalid, fmt.Sprintf(`Secret %s/%s, named in an extender's tlsConfig.secretRef, does not consent to %s: its annotation %s does not list %q`,
-		operatorNamespace, secret.Name, b, controllers.AnnotationExtenderTLSFor, b))
+		operatorNamespace, secret.Name, b, schedulingv1alpha1.AnnotationExtenderTLSFor, b))
 	testutil.Consistently(t, 2*time.Second, "only A's scheduler to mount A's Secret", func(ctx context.Context) error {
 		if err := k.deploymentAbsent(ctx, b+"-scheduler"); err != nil {
 			return err
@@ -77,20 +77,20 @@ func TestControllerRollbackChecksSecretConsent(t *testing.T) {
 	k.waitForRollout(t, name)
 	first := k.liveDeployment(t, name+"-scheduler")
 	checkSecretMounted(t, first, secret.Name)
-	rev1 := first.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rev1 := first.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	k.createReplicaSet(t, first, "h1")
 	k.markDeploymentAvailable(t, first.Name)
 	k.waitForLastAvailable(t, name, rev1)
 
 	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) { p.Spec.Extenders = nil })
 	second := k.waitForRevision(t, first.Name, func(rev string) bool { return rev != rev1 })
-	rev2 := second.Spec.Template.Annotations[controllers.AnnotationRevision]
+	rev2 := second.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	k.annotateSecret(t, secret, "someone-else")
 	k.createUnschedulablePod(t, k.createReplicaSet(t, second, "h2"))
 
 	failed := k.waitForConditions(t, name, conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed})
 	refusal := fmt.Sprintf(`Secret %s/%s, which that revision mounts, does not consent to %s: its annotation %s does not list %q`,
-		operatorNamespace, secret.Name, name, controllers.AnnotationExtenderTLSFor, name)
+		operatorNamespace, secret.Name, name, schedulingv1alpha1.AnnotationExtenderTLSFor, name)
 	if !strings.HasPrefix(failed.Status.RollbackRefusal, refusal) || failed.Status.FailedRevision != rev2 {
 		t.Errorf("failedRevision %q (want %q), rollbackRefusal %q (want it to start with %q)", failed.Status.FailedRevision, rev2, failed.Status.RollbackRefusal, refusal)
 	}
@@ -103,7 +103,7 @@ func TestControllerRollbackChecksSecretConsent(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: first.Name}, d); err != nil {
 			return err
 		}
-		if rev := d.Spec.Template.Annotations[controllers.AnnotationRevision]; rev != rev2 {
+		if rev := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; rev != rev2 {
 			return fmt.Errorf("the Deployment went to revision %s", rev)
 		}
 		return nil
@@ -127,13 +127,13 @@ func (k *cluster) deploymentsMounting(ctx context.Context, secret string) ([]str
 	return names, nil
 }
 
-// annotateSecret sets who a Secret consents to (controllers.AnnotationExtenderTLSFor).
+// annotateSecret sets who a Secret consents to (schedulingv1alpha1.AnnotationExtenderTLSFor).
 func (k *cluster) annotateSecret(t *testing.T, secret *corev1.Secret, users string) {
 	t.Helper()
 	if err := k.admin.Get(t.Context(), client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
 	}
-	secret.Annotations[controllers.AnnotationExtenderTLSFor] = users
+	secret.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = users
 	if err := k.admin.Update(t.Context(), secret); err != nil {
 		t.Fatalf("Updating Secret %s: %v", secret.Name, err)
 	}

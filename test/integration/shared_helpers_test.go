@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -39,7 +38,7 @@ func (k *cluster) deleteSchedulerAndObjects(t *testing.T, name string) {
 	if err := client.IgnoreNotFound(k.admin.Delete(ctx, s)); err != nil {
 		t.Errorf("Deleting Scheduler %s: %v", name, err)
 	}
-	k.deleteObjectsOf(ctx, t, controllers.LabelScheduler, name)
+	k.deleteObjectsOf(ctx, t, schedulingv1alpha1.LabelScheduler, name)
 }
 
 func (k *cluster) getScheduler(ctx context.Context, name string) (*schedulingv1alpha1.Scheduler, error) {

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -43,7 +42,7 @@ func TestSharedSchedulerMembers(t *testing.T) {
 		t.Errorf("status names Deployment %q and ConfigMap %q", s.Status.DeploymentName, s.Status.ConfigMapName)
 	}
 	var deployments appsv1.DeploymentList
-	if err := k.admin.List(t.Context(), &deployments, client.InNamespace(operatorNamespace), client.MatchingLabels{controllers.LabelScheduler: sched}); err != nil || len(deployments.Items) != 1 {
+	if err := k.admin.List(t.Context(), &deployments, client.InNamespace(operatorNamespace), client.MatchingLabels{schedulingv1alpha1.LabelScheduler: sched}); err != nil || len(deployments.Items) != 1 {
 		t.Fatalf("want one Deployment of the Scheduler, got %d (%v)", len(deployments.Items), err)
 	}
 	k.markDeploymentAvailable(t, s.Status.DeploymentName)

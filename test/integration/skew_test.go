@@ -113,7 +113,7 @@ func TestVersionSkew(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKeyFromObject(before), d); err != nil {
 			return err
 		}
-		if d.Spec.Template.Annotations[controllers.AnnotationConfigHash] == before.Spec.Template.Annotations[controllers.AnnotationConfigHash] {
+		if d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == before.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] {
 			return fmt.Errorf("Deployment %s still runs the configuration of before", d.Name)
 		}
 		for _, name := range []string{fresh.Name + "-scheduler", sched.Name + ".scheduler"} {

@@ -66,7 +66,7 @@ func TestUpgradeWave(t *testing.T) {
 	k.waitForConditions(t, names[0], conditionWant{schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed})
 	k.waitForImages(t, names, broken, 0)
 	k.markDeploymentAvailable(t, first.Name) // the old ReplicaSet's pods run on
-	if got := k.liveDeployment(t, first.Name).Annotations[controllers.AnnotationImageRolledBack]; got != broken {
+	if got := k.liveDeployment(t, first.Name).Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; got != broken {
 		t.Errorf("the rolled-back Deployment is marked %q, want %q", got, broken)
 	}
 	for _, name := range names[1:] {
@@ -93,7 +93,7 @@ func TestUpgradeWave(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: first.Name}, d); err != nil {
 			return err
 		}
-		if mark, ok := d.Annotations[controllers.AnnotationImageRolledBack]; ok {
+		if mark, ok := d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; ok {
 			return fmt.Errorf("still marked %q", mark)
 		}
 		return nil
@@ -136,7 +136,7 @@ func (k *cluster) settle(t *testing.T, name, hash string) {
 	d := k.liveDeployment(t, name+"-scheduler")
 	k.createReplicaSet(t, d, hash)
 	k.markDeploymentAvailable(t, d.Name)
-	k.waitForLastAvailable(t, name, d.Spec.Template.Annotations[controllers.AnnotationRevision])
+	k.waitForLastAvailable(t, name, d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision])
 }
 
 // imagesAre checks that exactly n of the profiles' Deployments run image, the first n in name order.
@@ -296,7 +296,7 @@ func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
 		k.settle(t, moved, "v2")
 		settled[moved] = true
 	}
-	if got := k.liveDeployment(t, deployment).Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != running.Status.ConfigHash {
+	if got := k.liveDeployment(t, deployment).Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != running.Status.ConfigHash {
 		t.Errorf("the held profile's Deployment runs configuration %s, not the running %s: the held change rolled out", got, running.Status.ConfigHash)
 	}
 	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)
@@ -319,12 +319,12 @@ func TestUpgradeWaveMovesAHeldChange(t *testing.T) {
 		if err := k.admin.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: deployment}, d); err != nil {
 			return err
 		}
-		if got := schedulerImageOf(d); got != v2 || d.Annotations[controllers.AnnotationImageRolledBack] != broken {
-			return fmt.Errorf("runs %s, marked %q", got, d.Annotations[controllers.AnnotationImageRolledBack])
+		if got := schedulerImageOf(d); got != v2 || d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack] != broken {
+			return fmt.Errorf("runs %s, marked %q", got, d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack])
 		}
 		return nil
 	})
-	if got := k.liveDeployment(t, deployment).Spec.Template.Annotations[controllers.AnnotationConfigHash]; got != running.Status.ConfigHash {
+	if got := k.liveDeployment(t, deployment).Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]; got != running.Status.ConfigHash {
 		t.Errorf("after the rollback the held profile's Deployment runs configuration %s, not the running %s", got, running.Status.ConfigHash)
 	}
 	k.waitForProgressing(t, held, schedulingv1alpha1.ReasonPreviewRefused)

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -148,13 +147,13 @@ func waitAllOn(t *testing.T, image string, timeout time.Duration) {
 // ownerConditions returns the conditions of the SchedulerProfile or Scheduler that owns a
 // scheduler Deployment.
 func ownerConditions(ctx context.Context, d *appsv1.Deployment) ([]metav1.Condition, error) {
-	if name := d.Labels[controllers.LabelScheduler]; name != "" {
+	if name := d.Labels[schedulingv1alpha1.LabelScheduler]; name != "" {
 		s := &schedulingv1alpha1.Scheduler{}
 		err := k8s.Get(ctx, types.NamespacedName{Name: name}, s)
 		return s.Status.Conditions, err
 	}
 	p := &schedulingv1alpha1.SchedulerProfile{}
-	err := k8s.Get(ctx, types.NamespacedName{Name: d.Labels[controllers.LabelProfile]}, p)
+	err := k8s.Get(ctx, types.NamespacedName{Name: d.Labels[schedulingv1alpha1.LabelProfile]}, p)
 	return p.Status.Conditions, err
 }
 
@@ -208,8 +207,8 @@ func TestUpgradeWave(t *testing.T) {
 			if err := k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: first}, d); err != nil {
 				return err
 			}
-			if d.Annotations[controllers.AnnotationImageRolledBack] != bad.image {
-				return fmt.Errorf("annotation %s=%q", controllers.AnnotationImageRolledBack, d.Annotations[controllers.AnnotationImageRolledBack])
+			if d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack] != bad.image {
+				return fmt.Errorf("annotation %s=%q", schedulingv1alpha1.AnnotationImageRolledBack, d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack])
 			}
 			return deploymentRolled(ctx, first, imageV2)
 		})
@@ -255,7 +254,7 @@ func TestUpgradeWave(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range deps {
-		if got := deps[i].Annotations[controllers.AnnotationImageRolledBack]; got == img {
+		if got := deps[i].Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; got == img {
 			t.Errorf("%s was rolled back from %s", deps[i].Name, img)
 		}
 		conds, err := ownerConditions(t.Context(), &deps[i])

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -35,14 +34,14 @@ const (
 func TestRefusedAtCreate(t *testing.T) {
 	certPEM, keyPEM := testutil.KeyPair("refusals-client")
 	_, otherKey := testutil.KeyPair("refusals-other")
-	// secret consents to users (controllers.AnnotationExtenderTLSFor), or is not labelled for
+	// secret consents to users (schedulingv1alpha1.AnnotationExtenderTLSFor), or is not labelled for
 	// extenders at all when users is "".
 	secret := func(name, users string, key []byte) *corev1.Secret {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 			Data: map[string][]byte{"tls.crt": certPEM, "tls.key": key, "ca.crt": certPEM}}
 		if users != "" {
-			s.Labels = map[string]string{controllers.LabelExtenderTLS: "true"}
-			s.Annotations = map[string]string{controllers.AnnotationExtenderTLSFor: users}
+			s.Labels = map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"}
+			s.Annotations = map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: users}
 		}
 		return s
 	}

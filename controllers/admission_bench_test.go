@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -34,7 +35,7 @@ func BenchmarkAdmissionReview(b *testing.B) {
 	for _, f := range []string{"binpack", "spread", "nodepool"} {
 		stored = append(stored, readSample(b, "../config/samples/scheduling_v1alpha1_schedulerprofile_"+f+".yaml"))
 	}
-	handler := admission.WithValidator(NewScheme(), profileValidatorOf(fakeObjects(stored...)))
+	handler := admission.WithValidator(scheme.New(), profileValidatorOf(fakeObjects(stored...)))
 	srv := httptest.NewTLSServer(handler)
 	defer srv.Close()
 	client := srv.Client()

@@ -267,7 +267,7 @@ func TestProfileValidatorRenameOntoServedName(t *testing.T) {
 			Data: map[string]string{configFileKey: "profiles:\n- schedulerName: team\n"}},
 		&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-scheduler",
-				Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, schedulingv1alpha1.LabelProfile: "young"}},
+				Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "young"}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
 					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "young-config-1"}}}}}}}},

@@ -28,7 +28,7 @@ type owned struct {
 	key     client.ObjectKey
 	// observed is an empty object of the right type to read the live object into.
 	observed client.Object
-	// extract returns the fields of a live object that FieldManager owns, as an apply
+	// extract returns the fields of a live object that schedulingv1alpha1.FieldManager owns, as an apply
 	// configuration comparable with desired.
 	extract func(client.Object) (runtime.ApplyConfiguration, error)
 }
@@ -48,7 +48,7 @@ func newOwned[A applyConfiguration[A], T client.Object](proc *process, ac A, obs
 		key:      client.ObjectKey{Name: ptr.Deref(ac.GetName(), ""), Namespace: ptr.Deref(ac.GetNamespace(), "")},
 		observed: observed,
 		extract: func(obj client.Object) (runtime.ApplyConfiguration, error) {
-			return extract(obj.(T), FieldManager)
+			return extract(obj.(T), schedulingv1alpha1.FieldManager)
 		},
 	}
 }
@@ -78,7 +78,7 @@ func applyOwned(ctx context.Context, c client.Client, o owned) (changed bool, er
 			return false, nil
 		}
 	}
-	if err := c.Apply(ctx, o.desired, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, o.desired, client.FieldOwner(schedulingv1alpha1.FieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("applying %T %s: %w", o.observed, o.key, err)
 	}
 	return true, nil

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -36,7 +37,7 @@ func TestApplyAllInWaves(t *testing.T) {
 	allStarted := make(chan struct{})
 	var bindingSawRole bool
 	var deploymentAfter int
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			mu.Lock()
 			switch {

@@ -118,7 +118,7 @@ var schedulerServingChange = predicate.Funcs{
 // isSchedulerPod tells whether obj is a scheduler pod of the operator.
 func isSchedulerPod(obj client.Object) bool {
 	l := obj.GetLabels()
-	return l[labelName] == "kube-scheduler" && l[labelManagedBy] == FieldManager
+	return l[labelName] == "kube-scheduler" && l[labelManagedBy] == schedulingv1alpha1.FieldManager
 }
 
 // assignmentChange passes the changes of a profile that assignment reads: its scheduler names,
@@ -183,7 +183,7 @@ func (r *assignmentReconciler) applyPolicy(ctx context.Context, obj any) error {
 }
 
 // applyTyped applies the typed object obj as the apply configuration ac (filled from obj's JSON),
-// reading what FieldManager owns of the live object with extract.
+// reading what schedulingv1alpha1.FieldManager owns of the live object with extract.
 func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *assignmentReconciler, obj T, ac A, extract func(T, string) (A, error)) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
@@ -196,7 +196,7 @@ func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 		desired:  ac,
 		key:      client.ObjectKeyFromObject(obj),
 		observed: obj.DeepCopyObject().(T),
-		extract:  func(live client.Object) (runtime.ApplyConfiguration, error) { return extract(live.(T), FieldManager) },
+		extract:  func(live client.Object) (runtime.ApplyConfiguration, error) { return extract(live.(T), schedulingv1alpha1.FieldManager) },
 	})
 	return err
 }

@@ -203,7 +203,7 @@ func podCreates() []admissionregistrationv1.NamedRuleWithOperations {
 
 // policyMeta is the metadata of an object of the policies.
 func policyMeta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Labels: map[string]string{labelName: "scheduler-profile-operator", labelComponent: "assignment", labelManagedBy: FieldManager}}
+	return metav1.ObjectMeta{Name: name, Labels: map[string]string{labelName: "scheduler-profile-operator", labelComponent: "assignment", labelManagedBy: schedulingv1alpha1.FieldManager}}
 }
 
 // assignPolicy assigns a pod of a labelled namespace that is not in a PodGroup.

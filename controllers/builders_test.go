@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -33,7 +34,7 @@ var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
 // fakeObjects are the reads and writes of the reconcilers and the webhook, on a fake client
 // holding objs.
 func fakeObjects(objs ...client.Object) processObjects {
-	b := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...)
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...)
 	for _, i := range fieldIndexes(testSettings.image) {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}

@@ -20,7 +20,7 @@ import (
 // cluster's ConfigMaps, ReplicaSets or ClusterRoleBindings; of the Namespaces, only those that
 // assign their pods to a scheduler name.
 func CacheOptions(namespace string) cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{labelManagedBy: FieldManager})
+	managed := labels.SelectorFromSet(labels.Set{labelManagedBy: schedulingv1alpha1.FieldManager})
 	inNamespace := map[string]cache.Config{namespace: {}}
 	byObject := map[client.Object]cache.ByObject{
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},

@@ -32,7 +32,7 @@ func TestCacheKeepsManagedFieldsOnlyOfAppliedObjects(t *testing.T) {
 	} {
 		t.Run(reflect.TypeOf(tc.obj).Elem().Name(), func(t *testing.T) {
 			obj := tc.obj.DeepCopyObject().(client.Object)
-			obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: FieldManager}})
+			obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: schedulingv1alpha1.FieldManager}})
 			for key, opts := range byObject {
 				if reflect.TypeOf(key) != reflect.TypeOf(tc.obj) || opts.Transform == nil {
 					continue

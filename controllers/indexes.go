@@ -154,5 +154,5 @@ func configSchedulerNames(obj client.Object) []string {
 
 // isScheduler tells whether a Deployment is a scheduler the operator manages.
 func isScheduler(d *appsv1.Deployment) bool {
-	return d.Labels[labelName] == "kube-scheduler" && d.Labels[labelManagedBy] == FieldManager
+	return d.Labels[labelName] == "kube-scheduler" && d.Labels[labelManagedBy] == schedulingv1alpha1.FieldManager
 }

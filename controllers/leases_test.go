@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,7 +89,7 @@ func TestLeaseReconciler(t *testing.T) {
 		{name: "unused, its holder renewed it within the skew margin", lease: lease(ns, "schedops-old", "old-pod", 40*time.Second), requeue: true},
 		{name: "unused, its holder stopped renewing", lease: lease(ns, "schedops-old", "old-pod", time.Minute), deleted: true},
 		{name: "without the prefix", lease: released("binpack")},
-		{name: "the operator's own", lease: released(LeaderElectionID)},
+		{name: "the operator's own", lease: released(schedulingv1alpha1.LeaderElectionID)},
 		{name: "in another namespace", lease: lease("kube-system", "schedops-binpack", "", time.Minute)},
 	}
 	for _, tc := range tests {
@@ -150,7 +151,7 @@ func TestLeaseReconcilerLeaseGone(t *testing.T) {
 // fakeIndexedClient is a fake client of objs with the cache's field indexes, whose calls go
 // through funcs.
 func fakeIndexedClient(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
-	b := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).WithInterceptorFuncs(funcs)
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithInterceptorFuncs(funcs)
 	for _, i := range fieldIndexes(testSettings.image) {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}

@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 )
 
@@ -69,24 +67,16 @@ type ManagerOptions struct {
 	MaxMembersPerScheduler int
 }
 
-// NewScheme knows the types the operator reads and writes: client-go's and SchedulerProfiles.
-func NewScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(scheme))
-	return scheme
-}
-
 // ControllerRuntimeOptions returns the options of the operator's manager: its scheme, a cache of
 // only the objects it manages (CacheOptions), its endpoints and its leader election.
 func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 	opts := ctrl.Options{
-		Scheme:                  NewScheme(),
+		Scheme:                  scheme.New(),
 		Cache:                   CacheOptions(o.Namespace),
 		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionID:        schedulingv1alpha1.LeaderElectionID,
 		LeaderElectionNamespace: o.Namespace,
 	}
 	if o.Webhook != nil {
@@ -115,7 +105,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := IndexFields(mgr, o); err != nil {
 		return err
 	}
-	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.Namespace, o.SchedulerImage)
 	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	reconciler.settings.allowedPriorityClasses, reconciler.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
 	reconciler.settings.caps = o.SchedulerPodCaps
@@ -127,14 +117,14 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the client of stranded pods: %w", err)
 	}
-	reconciler.stranded = newStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(FieldManager), o.StrandedPodGrace, o.StrandedInterval)
+	reconciler.stranded = newStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.StrandedPodGrace, o.StrandedInterval)
 	if err := mgr.Add(reconciler.stranded); err != nil {
 		return fmt.Errorf("adding the finder of stranded pods: %w", err)
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
-	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(FieldManager), o.Namespace, o.SchedulerImage)
+	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.Namespace, o.SchedulerImage)
 	schedulers.rollout, schedulers.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
 	schedulers.settings.allowedPriorityClasses, schedulers.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
 	schedulers.settings.caps = o.SchedulerPodCaps

@@ -460,7 +460,7 @@ func processSettings(proc *process, s settings) profile.Process {
 // schedulersWithLeavingMembers enqueues, on an event of a scheduler Deployment, the Schedulers
 // that still serve a profile that left them: the profile's new scheduler may serve it now.
 func (r *processObjects) schedulersWithLeavingMembers(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetLabels()[labelManagedBy] != FieldManager {
+	if obj.GetLabels()[labelManagedBy] != schedulingv1alpha1.FieldManager {
 		return nil
 	}
 	var schedulers schedulingv1alpha1.SchedulerList

@@ -41,7 +41,7 @@ func TestSchedulersWithLeavingMembers(t *testing.T) {
 		testutil.MakeProfile("own").Obj(),
 	}
 	r := fakeObjects(objs...)
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x.scheduler", Namespace: testSettings.namespace, Labels: map[string]string{labelManagedBy: FieldManager}}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x.scheduler", Namespace: testSettings.namespace, Labels: map[string]string{labelManagedBy: schedulingv1alpha1.FieldManager}}}
 	var got []string
 	for _, req := range r.schedulersWithLeavingMembers(t.Context(), d) {
 		got = append(got, req.Name)

@@ -205,7 +205,7 @@ func (proc *process) labels() map[string]string {
 	return map[string]string{
 		labelName:       "kube-scheduler",
 		labelInstance:   proc.owner.GetName(),
-		labelManagedBy:  FieldManager,
+		labelManagedBy:  schedulingv1alpha1.FieldManager,
 		labelComponent:  "scheduler",
 		proc.ownerLabel: proc.owner.GetName(),
 	}

@@ -467,7 +467,7 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 	// The dedicated profile "left" now serves the name the old revision had for a member.
 	taken := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "left-scheduler",
-			Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, schedulingv1alpha1.LabelProfile: "left"}},
+			Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "left"}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: mounting("left-config-1")}},
 	}
 	live := &appsv1.Deployment{}

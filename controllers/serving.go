@@ -223,7 +223,7 @@ func (r *processObjects) attribute(ctx context.Context, mounts []schedulerMount)
 // mountsOf reads the configurations mounted by the scheduler Deployments with replicas and the
 // scheduler pods of the operator's namespace that match (all of them for nil).
 func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) ([]schedulerMount, error) {
-	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
+	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager},
 		client.UnsafeDisableDeepCopy} // only read: the cache's own objects spare a copy of every Deployment and pod per pass
 	if match != nil {
 		opts = append(opts, match)
@@ -267,7 +267,7 @@ func (r *processObjects) runningNames(ctx context.Context, match client.ListOpti
 // servingMounts are the configurations mounted by the scheduler pods of namespace ns, among
 // those that match (every one for nil), that schedule pods now (podServes).
 func servingMounts(ctx context.Context, c client.Reader, ns string, match client.ListOption) ([]schedulerMount, error) {
-	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager},
+	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager},
 		client.UnsafeDisableDeepCopy} // only read
 	if match != nil {
 		opts = append(opts, match)
@@ -388,7 +388,7 @@ func (r *processObjects) stopServing(ctx context.Context, proc *process, obs *ob
 	}
 	patch := client.MergeFrom(d.DeepCopy())
 	d.Spec.Replicas = ptr.To[int32](0)
-	if err := r.client.Patch(ctx, d, patch, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.client.Patch(ctx, d, patch, client.FieldOwner(schedulingv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("scaling down the scheduler of a name another profile keeps: %w", err)
 	}
 	obs.stoppedServing = true
@@ -402,7 +402,7 @@ func (r *processObjects) stopServing(ctx context.Context, proc *process, obs *ob
 // profile to its request, if any.
 func enqueueWaitingForNames(c client.Reader, request func(*schedulingv1alpha1.SchedulerProfile) (string, bool)) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		if obj.GetLabels()[labelManagedBy] != FieldManager {
+		if obj.GetLabels()[labelManagedBy] != schedulingv1alpha1.FieldManager {
 			return nil
 		}
 		var list schedulingv1alpha1.SchedulerProfileList

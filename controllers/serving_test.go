@@ -133,7 +133,7 @@ func TestNameOwner(t *testing.T) {
 func TestServedNamesIndex(t *testing.T) {
 	config, mounting := configWithNames, mountingConfig
 	managed := func(ownerLabel, owner string) map[string]string {
-		return map[string]string{labelName: "kube-scheduler", labelManagedBy: FieldManager, ownerLabel: owner}
+		return map[string]string{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager, ownerLabel: owner}
 	}
 	deployment := func(name string, labels map[string]string, n int32, cm string) *appsv1.Deployment {
 		return &appsv1.Deployment{

@@ -142,7 +142,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 	}
 	var list appsv1.DeploymentList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace),
-		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: FieldManager}); err != nil {
+		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager}); err != nil {
 		return upgradeStep{}, fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
 	moving, held, err := r.movingOwners(ctx)
@@ -383,7 +383,7 @@ func carryImageRollback(desired *appsv1ac.DeploymentApplyConfiguration, live *ap
 // whose Deployment is not on the operator's image or lease: one may have its turn now.
 func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		if obj.GetLabels()[labelManagedBy] != FieldManager {
+		if obj.GetLabels()[labelManagedBy] != schedulingv1alpha1.FieldManager {
 			return nil
 		}
 		return r.heldOwners(ctx, ownerLabel)

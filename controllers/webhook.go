@@ -109,7 +109,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 		DNSName:        w.dnsName(o.Namespace),
 		IsReady:        certsReady,
 		Webhooks:       w.rotated(),
-		FieldOwner:     FieldManager,
+		FieldOwner:     schedulingv1alpha1.FieldManager,
 		// Every replica serves the webhook, so every replica needs the certificate.
 		RequireLeaderElection: false,
 	})

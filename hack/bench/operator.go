@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
@@ -159,7 +160,7 @@ func startClusterWithCRDs(o options, name string) (*cluster.Cluster, client.Clie
 	if err != nil {
 		return nil, nil, err
 	}
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		c.Stop()
 		return nil, nil, err
@@ -334,7 +335,7 @@ func available(p *v1alpha1.SchedulerProfile) bool {
 // process, which the operator shares, one decode per change, where listing every profile from
 // the apiserver four times a second cost as much CPU as the operator's passes.
 func watchProfiles(ctx context.Context, cfg *rest.Config) (client.Reader, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: controllers.NewScheme()})
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/hack/bench/internal/cluster"
@@ -177,7 +178,7 @@ func sharedChild(ctx context.Context, o options) error {
 		return err
 	}
 	defer c.Stop()
-	admin, err := client.New(c.Config, client.Options{Scheme: controllers.NewScheme()})
+	admin, err := client.New(c.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

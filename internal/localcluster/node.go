@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 )
 
 // Names of the real node's processes (and of their log files in WorkDir/logs). Kubelet and KubeProxy
@@ -119,7 +121,7 @@ func newNodeSetup(opts *RealNodeOptions, binDir, workDir string) (*nodeSetup, er
 	}
 	sum := sha256.Sum256([]byte(workDir))
 	n.id = hex.EncodeToString(sum[:4])
-	free, err := FreePorts(4)
+	free, err := freeport.Ports(4)
 	if err != nil {
 		return nil, err
 	}

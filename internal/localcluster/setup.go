@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 )
 
 // setup is a cluster about to start: Options with an absolute WorkDir, every port chosen and a start
@@ -133,7 +135,7 @@ func (p Ports) withFree() (Ports, error) {
 			zero = append(zero, port)
 		}
 	}
-	free, err := FreePorts(len(zero))
+	free, err := freeport.Ports(len(zero))
 	if err != nil {
 		return p, err
 	}
@@ -141,22 +143,6 @@ func (p Ports) withFree() (Ports, error) {
 		*port = free[i]
 	}
 	return p, nil
-}
-
-// FreePorts returns n TCP ports on 127.0.0.1 that the kernel chose free. All listeners stay open
-// until every port is chosen, so no port is returned twice; another process could still take one
-// before its user binds it.
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("localcluster: finding a free port: %w", err)
-		}
-		defer func() { _ = l.Close() }()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // DefaultBinDir returns $LOCALCLUSTER_BIN_DIR, or else bin/k8s in the repository that contains the

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -38,7 +38,7 @@ const (
 // NewScheme knows what the operator knows (client-go's types and SchedulerProfiles) and CRDs,
 // which an administrator installs.
 func NewScheme() *runtime.Scheme {
-	s := controllers.NewScheme()
+	s := scheme.New()
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	return s
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -38,7 +38,7 @@ func InstallLocalWebhooks(ctx context.Context, c client.Client, root, certDir st
 	if err != nil {
 		return nil, err
 	}
-	ports, err := localcluster.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
@@ -72,7 +73,7 @@ func (r *Runner) startReplica(ctx context.Context, d *appsv1.Deployment, hash, r
 	if err != nil {
 		return nil, err
 	}
-	ports, err := localcluster.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
 	}

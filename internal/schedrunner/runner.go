@@ -19,10 +19,10 @@ import (
 	"sync"
 	"time"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/schedops/scheduler-profile-operator/controllers"
 )
 
 // Options configure a Runner.
@@ -110,7 +110,7 @@ func (r *Runner) Replicas(deployment string) []Replica {
 func (r *Runner) sync(ctx context.Context) error {
 	var list appsv1.DeploymentList
 	if err := r.opts.Client.List(ctx, &list, client.InNamespace(r.opts.Namespace),
-		client.MatchingLabels{"app.kubernetes.io/managed-by": controllers.FieldManager}); err != nil {
+		client.MatchingLabels{"app.kubernetes.io/managed-by": schedulingv1alpha1.FieldManager}); err != nil {
 		return fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
 	r.mu.Lock()

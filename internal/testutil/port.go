@@ -3,14 +3,14 @@ package testutil
 import (
 	"testing"
 
-	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 )
 
 // FreePort returns a port on localhost that nothing listened on a moment ago, for a server a
 // test starts.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ports, err := localcluster.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}

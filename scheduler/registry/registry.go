@@ -16,15 +16,7 @@ import (
 	kubeschedulerconfigv1 "k8s.io/kubernetes/pkg/scheduler/apis/config/v1"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-
-	"github.com/schedops/scheduler-profile-operator/pkg/operator"
 )
-
-// Plugin is one out-of-tree plugin: the type of the public API, pkg/operator.
-type Plugin = operator.Plugin
-
-// Stock returns this repository's plugins, the set in use unless a binary chose another.
-func Stock() []Plugin { return operator.StockPlugins() }
 
 var (
 	mu sync.Mutex

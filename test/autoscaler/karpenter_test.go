@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -110,7 +111,7 @@ func installKarpenterCRDs(ctx context.Context, dirs []string) error {
 // startKarpenter runs Karpenter against the cluster of kubeconfig, logging to logPath, and returns
 // once it is ready. It is killed if this process dies.
 func startKarpenter(ctx context.Context, binary, kubeconfig, logPath string) (*karpenterProcess, error) {
-	ports, err := localcluster.FreePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}

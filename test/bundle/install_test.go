@@ -212,7 +212,7 @@ func TestOLMInstallSimulated(t *testing.T) {
 	lease := &unstructured.Unstructured{}
 	lease.SetAPIVersion("coordination.k8s.io/v1")
 	lease.SetKind("Lease")
-	if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: controllers.LeaderElectionID}, lease); err != nil {
+	if err := adminClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: schedulingv1alpha1.LeaderElectionID}, lease); err != nil {
 		t.Errorf("The operator's leader-election lease in %s: %v", namespace, err)
 	}
 	if log := operator.Log.String(); strings.Contains(strings.ToLower(log), "forbidden") {

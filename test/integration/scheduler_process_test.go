@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -73,7 +74,7 @@ func startScheduler(t *testing.T, binary, configPath string, args ...string) *sc
 		}
 	})
 
-	ports, err := localcluster.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}

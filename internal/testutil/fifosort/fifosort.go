@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/schedops/scheduler-profile-operator/pkg/operator"
 	"github.com/schedops/scheduler-profile-operator/scheduler/registry"
 )
 
@@ -32,7 +31,7 @@ func (fifoSort) Less(a, b fwk.QueuedEntityInfo) bool {
 // test; the stock plugins alone are in use again when it ends.
 func Use(t testing.TB) {
 	t.Helper()
-	plugin := operator.Plugin{
+	plugin := registry.Plugin{
 		Name: Name,
 		New:  func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return fifoSort{}, nil },
 		Type: fifoSort{},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/internal/freeport"
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 )
 
@@ -32,7 +33,7 @@ type Scheduler struct {
 // StartSchedulers starts each of schedulers on a port of its own, pointed at c, with the log
 // verbosity of the operator's Deployments. Configurations and logs go to dir.
 func (c *Cluster) StartSchedulers(dir string, schedulers ...Scheduler) ([]*localcluster.Process, error) {
-	ports, err := localcluster.FreePorts(len(schedulers))
+	ports, err := freeport.Ports(len(schedulers))
 	if err != nil {
 		return nil, err
 	}

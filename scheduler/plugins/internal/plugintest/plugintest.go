@@ -11,14 +11,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-
-	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // NewCase is one case of a plugin constructor's table test: args, and the exact error or "".
@@ -110,7 +109,7 @@ func (h *Handle) Start(t testing.TB) {
 func (h *Handle) Node(t testing.TB, name string, ok func(*v1.Node) bool) *v1.Node {
 	t.Helper()
 	var got *v1.Node
-	testutil.Eventually(t, 10*time.Second, "the informer to deliver node "+name, func(context.Context) error {
+	eventually(t, "the informer to deliver node "+name, func() error {
 		n, err := h.Factory.Core().V1().Nodes().Lister().Get(name)
 		if err != nil {
 			return err
@@ -174,7 +173,7 @@ func BothWaysB[T any](b *testing.B, n int, build func(testing.TB, fwk.Handle) T,
 	b.Run("computed", func(b *testing.B) { bench(b, build(b, nil), infos(nodes)) })
 	b.Run("informed", func(b *testing.B) {
 		pl, delivered := informed(b, nodes, build)
-		testutil.Eventually(b, 10*time.Second, "the plugin to handle every node", func(context.Context) error {
+		eventually(b, "the plugin to handle every node", func() error {
 			if !synced(pl) {
 				return errors.New("not synced")
 			}
@@ -195,4 +194,20 @@ func informed[T any](t testing.TB, nodes []*v1.Node, build func(testing.TB, fwk.
 		delivered[i] = h.Node(t, n.Name, Any)
 	}
 	return pl, delivered
+}
+
+// eventually calls cond every 10 ms until it returns nil, and fails the test with its last error
+// if that does not happen within 10 seconds. what names the awaited state in the failure. (The
+// plugins' tests wait only for informers in the test's own process, so this package imports no
+// test infrastructure of the operator.)
+func eventually(t testing.TB, what string, cond func() error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = cond()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("Waiting for %s: %v (%v)", what, last, err)
+	}
 }

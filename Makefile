@@ -79,13 +79,14 @@ help: ## Show the targets.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, and the API, conditions, labels and advice reference in docs/reference.
+generate: $(CONTROLLER_GEN) ## Generate deepcopy, defaults and conversion code, and the API, conditions, labels, advice and CLI reference in docs/reference.
 	$(CONTROLLER_GEN) object paths=./api/...
 	@if [[ -x hack/update-codegen.sh ]]; then hack/update-codegen.sh; fi
 	hack/update-api-docs.sh
 	go run ./hack/conditions-doc api/v1alpha1/conditions.go > docs/reference/conditions.md
 	go run ./hack/advice-doc > docs/reference/advice.md
 	go run ./hack/labels-doc api/v1alpha1/labels.go > docs/reference/labels.md
+	go run ./hack/cli-doc > docs/reference/cli.md
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD, RBAC and webhook manifests under config/.

@@ -34,56 +34,38 @@ const defaultNamespace = "scheduler-profile-operator-system"
 // the reasons the scheduler would refuse it, so that a pipeline
 // can check a profile before it is merged. It returns the process exit code.
 func runRender(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("render", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("f", "", "File with one or more SchedulerProfiles (YAML or JSON); - reads standard input.")
-	namespace := fs.String("namespace", defaultNamespace, "Namespace of the operator, where the scheduler's lease lives.")
-	var allowed []string
-	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
-		allowed = append(allowed, commaList(v)...)
-		return nil
-	})
-	var caps controllers.SchedulerPodCaps
-	capFlags(fs, &caps)
-	clusterFile := fs.String("cluster", "", "Snapshot of a cluster (as manager snapshot writes it) to run the advice's cluster checks against: its nodes' labels and PriorityClasses.")
-	kubeconfig := fs.String("kubeconfig", "", "Run the advice's cluster checks against the live cluster of this kubeconfig instead of --cluster: it is read (listed) once, never written.")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b] [--max-scheduler-cpu q] [--max-scheduler-memory q] [--allow-tolerate-all-taints] [--cluster snapshot.yaml | --kubeconfig FILE]")
-		fmt.Fprintln(stderr, "Prints the KubeSchedulerConfiguration of each SchedulerProfile, or its errors (exit 1).")
-		fmt.Fprintln(stderr, "Advice on a valid profile (docs/reference/advice.md) goes to stderr and does not change the exit code.")
-		fs.PrintDefaults()
-	}
+	fs, o := renderFlags(stderr)
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return exitUsage
 	}
-	if *file == "" || fs.NArg() > 0 || (*clusterFile != "" && *kubeconfig != "") {
+	if o.file == "" || fs.NArg() > 0 || (o.clusterFile != "" && o.kubeconfig != "") {
 		fs.Usage()
-		return 2
+		return exitUsage
 	}
-	if err := caps.Validate(); err != nil {
+	if err := o.caps.Validate(); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	// kube-scheduler's defaulting logs at info level through klog; the output here is the
 	// configuration or its errors, nothing else.
 	klog.SetLogger(logr.Discard())
-	objs, err := readObjects(*file)
+	objs, err := readObjects(o.file)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
+		return exitError
 	}
-	out := &renderOutput{stdout: stdout, stderr: stderr, allowedPriorityClasses: allowed, caps: caps}
-	if out.cluster, err = adviceCluster(*clusterFile, *kubeconfig); err != nil {
+	out := &renderOutput{stdout: stdout, stderr: stderr, allowedPriorityClasses: o.allowed, caps: o.caps}
+	if out.cluster, err = adviceCluster(o.clusterFile, o.kubeconfig); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		return 1
+		return exitError
 	}
 	for _, p := range objs.profiles {
 		if p.Spec.SchedulerRef.Name == "" {
-			out.profile(p, *namespace)
+			out.profile(p, o.namespace)
 		}
 	}
 	for _, s := range objs.schedulers {
-		out.scheduler(s, objs.members(s.Name), *namespace)
+		out.scheduler(s, objs.members(s.Name), o.namespace)
 	}
 	for _, p := range objs.profiles {
 		if p.Spec.SchedulerRef.Name != "" && objs.scheduler(p.Spec.SchedulerRef.Name) == nil {
@@ -91,6 +73,38 @@ func runRender(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return out.code
+}
+
+// renderOptions are the flags of `manager render`.
+type renderOptions struct {
+	file, namespace, clusterFile, kubeconfig string
+	// allowed are the operator's --allowed-priority-classes.
+	allowed []string
+	caps    controllers.SchedulerPodCaps
+}
+
+// renderFlags is the flag set of `manager render`, which prints its help to stderr, and the
+// options it sets.
+func renderFlags(stderr io.Writer) (*flag.FlagSet, *renderOptions) {
+	o := &renderOptions{}
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.file, "f", "", "File with one or more SchedulerProfiles (YAML or JSON); - reads standard input.")
+	fs.StringVar(&o.namespace, "namespace", defaultNamespace, "Namespace of the operator, where the scheduler's lease lives.")
+	fs.Func("allowed-priority-classes", allowedPriorityClassesUsage, func(v string) error {
+		o.allowed = append(o.allowed, commaList(v)...)
+		return nil
+	})
+	capFlags(fs, &o.caps)
+	fs.StringVar(&o.clusterFile, "cluster", "", "Snapshot of a cluster (as manager snapshot writes it) to run the advice's cluster checks against: its nodes' labels and PriorityClasses.")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "Run the advice's cluster checks against the live cluster of this kubeconfig instead of --cluster: it is read (listed) once, never written.")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: manager render -f profile.yaml [--namespace ns] [--allowed-priority-classes a,b] [--max-scheduler-cpu q] [--max-scheduler-memory q] [--allow-tolerate-all-taints] [--cluster snapshot.yaml | --kubeconfig FILE]")
+		fmt.Fprintln(stderr, "Prints the KubeSchedulerConfiguration of each SchedulerProfile, or its errors (exit 1).")
+		fmt.Fprintln(stderr, "Advice on a valid profile (docs/reference/advice.md) goes to stderr and does not change the exit code.")
+		fs.PrintDefaults()
+	}
+	return fs, o
 }
 
 // renderOutput prints configurations to stdout and errors to stderr, and keeps the exit code.

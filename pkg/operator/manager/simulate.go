@@ -31,7 +31,8 @@ import (
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
-// Exit codes of `manager simulate`, besides 0.
+// Exit codes of the offline subcommands, besides 0: render and snapshot exit with the first two,
+// simulate with all four (Commands says what each means).
 const (
 	exitError = 1
 	exitUsage = 2
@@ -96,6 +97,23 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 // parseSimulate reads the flags; a code of 0 or more is the exit code to return at once.
 func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 	o := &simulateOptions{}
+	fs := simulateFlags(o, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0
+		}
+		return nil, exitUsage
+	}
+	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || !slices.Contains([]string{"text", "json", "yaml", "html"}, o.output) || o.cpuLimit < 0 {
+		fs.Usage()
+		return nil, exitUsage
+	}
+	return o, -1
+}
+
+// simulateFlags is the flag set of `manager simulate`, which sets o and prints its help to
+// stderr.
+func simulateFlags(o *simulateOptions, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.file, "f", "", "File with the profile to simulate: one SchedulerProfile, or one Scheduler with its member SchedulerProfiles.")
@@ -125,17 +143,7 @@ func parseSimulate(args []string, stderr io.Writer) (*simulateOptions, int) {
 		fmt.Fprintf(stderr, "Exit status: 0, or %d on an error, %d on bad flags, %d with --fail-on-unschedulable, %d at --time-limit or --cpu-limit.\n", exitError, exitUsage, exitUnschedulable, exitLimit)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, 0
-		}
-		return nil, exitUsage
-	}
-	if o.file == "" || (o.clusterFile == "") == (o.kubeconfig == "") || fs.NArg() > 0 || !slices.Contains([]string{"text", "json", "yaml", "html"}, o.output) || o.cpuLimit < 0 {
-		fs.Usage()
-		return nil, exitUsage
-	}
-	return o, -1
+	return fs
 }
 
 // run simulates the profile, and the one to compare it with.

@@ -17,17 +17,7 @@ import (
 // runSnapshot is `manager snapshot`: it writes what scheduling reads of the cluster of a
 // kubeconfig as one YAML List, for `manager simulate --cluster`. It only reads the cluster.
 func runSnapshot(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "The kubeconfig of the cluster; by default $KUBECONFIG or ~/.kube/config.")
-	out := fs.String("o", "-", "The file to write; - is standard output.")
-	var opts simulate.SnapshotOptions
-	fs.BoolVar(&opts.StripPods, "strip-pods", false, "Leave out what scheduling does not read of pods (annotations, commands, environment, probes), so that the snapshot can be shared.")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: manager snapshot [--kubeconfig FILE] [-o FILE] [--strip-pods]")
-		fmt.Fprintln(stderr, "Writes the Nodes, the bound and pending Pods, and the other objects scheduling reads as one YAML List.")
-		fs.PrintDefaults()
-	}
+	fs, o := snapshotFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -38,14 +28,14 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	client, err := kubeClient(*kubeconfig)
+	client, err := kubeClient(o.kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitError
 	}
 	w := stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
+	if o.out != "-" {
+		f, err := os.Create(o.out)
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return exitError
@@ -54,7 +44,7 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 		w = f
 	}
 	list := simulate.NewListWriter(w)
-	stats, err := simulate.Snapshot(context.Background(), client, opts, list.Write)
+	stats, err := simulate.Snapshot(context.Background(), client, o.SnapshotOptions, list.Write)
 	if err == nil {
 		err = list.Close()
 	}
@@ -67,6 +57,29 @@ func runSnapshot(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Wrote %s (%d bytes)\n", stats, list.Bytes)
 	return 0
+}
+
+// snapshotOptions are the flags of `manager snapshot`.
+type snapshotOptions struct {
+	kubeconfig, out string
+	simulate.SnapshotOptions
+}
+
+// snapshotFlags is the flag set of `manager snapshot`, which prints its help to stderr, and the
+// options it sets.
+func snapshotFlags(stderr io.Writer) (*flag.FlagSet, *snapshotOptions) {
+	o := &snapshotOptions{}
+	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "The kubeconfig of the cluster; by default $KUBECONFIG or ~/.kube/config.")
+	fs.StringVar(&o.out, "o", "-", "The file to write; - is standard output.")
+	fs.BoolVar(&o.StripPods, "strip-pods", false, "Leave out what scheduling does not read of pods (annotations, commands, environment, probes), so that the snapshot can be shared.")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: manager snapshot [--kubeconfig FILE] [-o FILE] [--strip-pods]")
+		fmt.Fprintln(stderr, "Writes the Nodes, the bound and pending Pods, and the other objects scheduling reads as one YAML List.")
+		fs.PrintDefaults()
+	}
+	return fs, o
 }
 
 // kubeClient is a clientset of a kubeconfig file, or of the default loading rules when it is "".

@@ -105,14 +105,14 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := IndexFields(mgr, o); err != nil {
 		return err
 	}
-	reconciler := NewSchedulerProfileReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.Namespace, o.SchedulerImage)
-	reconciler.rollout, reconciler.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
-	reconciler.settings.allowedPriorityClasses, reconciler.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
-	reconciler.settings.caps = o.SchedulerPodCaps
-	reconciler.workers = o.MaxConcurrentReconciles
-	if reconciler.previews, err = setupPreviews(mgr, o.Preview); err != nil {
+	// One processObjects, built here from o, is what both reconcilers and admission plan,
+	// render and apply with: the same settings, thresholds and previews.
+	objects := processObjects{client: mgr.GetClient(), apis: newServedAPIs(d), settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight}
+	if objects.previews, err = setupPreviews(mgr, o.Preview); err != nil {
 		return err
 	}
+	reconciler := newSchedulerProfileReconciler(objects, d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager))
+	reconciler.workers = o.MaxConcurrentReconciles
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("creating the client of stranded pods: %w", err)
@@ -124,12 +124,8 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
 	}
-	schedulers := NewSchedulerReconciler(mgr.GetClient(), d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.Namespace, o.SchedulerImage)
-	schedulers.rollout, schedulers.upgradeMaxInFlight = o.Rollout, o.UpgradeMaxInFlight
-	schedulers.settings.allowedPriorityClasses, schedulers.settings.maxMembers = o.AllowedPriorityClasses, o.MaxMembersPerScheduler
-	schedulers.settings.caps = o.SchedulerPodCaps
+	schedulers := newSchedulerReconciler(objects, d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager))
 	schedulers.workers = o.MaxConcurrentReconciles
-	schedulers.previews = reconciler.previews
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
@@ -148,9 +144,14 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if o.Webhook != nil {
-		return setupWebhook(mgr, o)
+		return setupWebhook(mgr, o, objects)
 	}
 	return nil
+}
+
+// settings are the settings of the scheduler processes that o gives.
+func (o ManagerOptions) settings() settings {
+	return settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, caps: o.SchedulerPodCaps, maxMembers: o.MaxMembersPerScheduler}
 }
 
 // NewManager returns the operator as main runs it: a manager with o.ControllerRuntimeOptions(),

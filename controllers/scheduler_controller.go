@@ -39,14 +39,9 @@ type SchedulerReconciler struct {
 	workers int
 }
 
-// NewSchedulerReconciler returns a reconciler that runs shared schedulers in namespace with
-// image; d answers which APIs and which version the apiserver serves, nil skips those checks.
-func NewSchedulerReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerReconciler {
-	return &SchedulerReconciler{
-		processObjects: processObjects{client: c, apis: newServedAPIs(d), settings: settings{namespace: namespace, image: image}},
-		recorder:       recorder,
-		versions:       newServerVersion(d),
-	}
+// newSchedulerReconciler returns the reconciler that SetupManager runs, with the operator's processObjects.
+func newSchedulerReconciler(objects processObjects, d Discovery, recorder events.EventRecorder) *SchedulerReconciler {
+	return &SchedulerReconciler{processObjects: objects, recorder: recorder, versions: newServerVersion(d)}
 }
 
 // SetupWithManager watches Schedulers, the objects they own, the profiles that join, change
@@ -258,30 +253,20 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	status, reason, message := progress(obs.deployment, st.ConfigHash, st.ConfigMapName)
 	status, reason, message = upgradeProgress(obs.rollout.upgrade, status, reason, message)
 	set(schedulingv1alpha1.ConditionProgressing, status, reason, message)
-	switch {
-	case obs.apiMissing != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
-	case obs.skew.refused != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
-	case obs.secret.refused():
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, obs.secret.reason,
-			obs.secret.message+"; nothing is rolled out until "+obs.secret.until()+", and a running scheduler keeps its configuration")
-	case obs.invalid != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
-			"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)
-	case obs.failure != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonApplyFailed,
-			"applying the scheduler's objects failed, retrying: "+obs.failure)
-	case obs.rollout.failed != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed, rolloutFailedMessage(obs.rollout))
-	case obs.deployment != nil && progressDeadlineExceeded(obs.deployment):
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
-			"the rollout of "+st.ConfigMapName+" did not finish within the Deployment's progress deadline")
-	case obs.skew.unsupported != "":
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonUnsupportedVersionSkew, obs.skew.unsupported)
-	default:
-		set(schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected, "nothing needs attention")
-	}
+	causes := degradations{}
+	causes.add(obs.invalid != "", schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
+		"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)
+	causes.add(obs.secret.refused(), obs.secret.reason,
+		obs.secret.message+"; nothing is rolled out until "+obs.secret.until()+", and a running scheduler keeps its configuration")
+	causes.add(obs.apiMissing != "", schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
+	causes.add(obs.skew.refused != "", schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
+	causes.add(obs.failure != "", schedulingv1alpha1.ReasonApplyFailed, "applying the scheduler's objects failed, retrying: "+obs.failure)
+	causes.add(obs.rollout.failed != "", schedulingv1alpha1.ReasonRolloutFailed, rolloutFailedMessage(obs.rollout))
+	causes.add(obs.deployment != nil && progressDeadlineExceeded(obs.deployment), schedulingv1alpha1.ReasonProgressDeadlineExceeded,
+		"the rollout of "+st.ConfigMapName+" did not finish within the Deployment's progress deadline")
+	causes.add(obs.skew.unsupported != "", schedulingv1alpha1.ReasonUnsupportedVersionSkew, obs.skew.unsupported)
+	status, reason, message = causes.condition()
+	set(schedulingv1alpha1.ConditionDegraded, status, reason, message)
 }
 
 // servedProfiles are the members with an entry in the configuration, in the plan's profile-name

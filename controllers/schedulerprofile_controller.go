@@ -75,11 +75,12 @@ type SchedulerProfileReconciler struct {
 // image, the image of kube-scheduler with this project's plugins. d answers which APIs and
 // which version the apiserver serves; nil skips those checks.
 func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return &SchedulerProfileReconciler{
-		processObjects: processObjects{client: c, apis: newServedAPIs(d), settings: settings{namespace: namespace, image: image}},
-		recorder:       recorder,
-		versions:       newServerVersion(d),
-	}
+	return newSchedulerProfileReconciler(processObjects{client: c, apis: newServedAPIs(d), settings: settings{namespace: namespace, image: image}}, d, recorder)
+}
+
+// newSchedulerProfileReconciler returns the reconciler that SetupManager runs, with the operator's processObjects.
+func newSchedulerProfileReconciler(objects processObjects, d Discovery, recorder events.EventRecorder) *SchedulerProfileReconciler {
+	return &SchedulerProfileReconciler{processObjects: objects, recorder: recorder, versions: newServerVersion(d)}
 }
 
 // SetupWithManager watches profiles, the objects they own (a managed object edited or deleted by

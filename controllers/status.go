@@ -156,47 +156,32 @@ func rolledOut(d *appsv1.Deployment, hash string) bool {
 
 func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	d := obs.deployment
-	switch {
-	case d != nil && obs.invalid != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
-			"the latest change is invalid (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	case d != nil && obs.secret.refused():
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, obs.secret.reason,
-			"a Secret of an extender is "+obs.secret.what()+" (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	case obs.apiMissing != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRequiredAPIUnavailable,
-			"the scheduler's feature gates need an API the cluster does not serve (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
-	case obs.skew.refused != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonVersionSkew,
-			"the scheduler would be newer than the apiserver (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
-	case obs.schedulerDeleting:
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerDeleting,
-			fmt.Sprintf("Scheduler %q is being deleted: it serves this profile only until its Deployment is gone; name another Scheduler, or none for a scheduler of its own", p.Spec.SchedulerRef.Name))
-	case d != nil && obs.queueSortConflict != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonQueueSortConflict,
-			"the latest change conflicts with the queue sort of the Scheduler (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	case obs.stoppedServing || (d != nil && obs.conflictWith != "" && replicas(d.Spec.Replicas) == 0):
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
-			"another profile serves this schedulerName (see ConfigValid), so this profile's scheduler was scaled down: two schedulers never serve one name")
-	case d != nil && obs.conflictWith != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
-			"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	case obs.conflictWith != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonSchedulerNameConflict,
-			"no scheduler runs for this profile until its schedulerName is free (see ConfigValid)")
-	case obs.failure != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonApplyFailed,
-			"applying the scheduler's objects failed, retrying: "+obs.failure)
-	case obs.rollout.failed != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed, rolloutFailedMessage(obs.rollout))
-	case d != nil && progressDeadlineExceeded(d):
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonProgressDeadlineExceeded,
-			"the rollout of "+p.Status.ConfigMapName+" did not finish within the Deployment's progress deadline")
-	case obs.skew.unsupported != "":
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonUnsupportedVersionSkew, obs.skew.unsupported)
-	default:
-		setCondition(p, schedulingv1alpha1.ConditionDegraded, metav1.ConditionFalse, schedulingv1alpha1.ReasonAsExpected, "nothing needs attention")
-	}
+	causes := degradations{}
+	causes.add(d != nil && obs.invalid != "", schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
+		"the latest change is invalid (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	causes.add(d != nil && obs.secret.refused(), obs.secret.reason,
+		"a Secret of an extender is "+obs.secret.what()+" (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	causes.add(obs.apiMissing != "", schedulingv1alpha1.ReasonRequiredAPIUnavailable,
+		"the scheduler's feature gates need an API the cluster does not serve (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
+	causes.add(obs.skew.refused != "", schedulingv1alpha1.ReasonVersionSkew,
+		"the scheduler would be newer than the apiserver (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
+	causes.add(obs.schedulerDeleting, schedulingv1alpha1.ReasonSchedulerDeleting,
+		fmt.Sprintf("Scheduler %q is being deleted: it serves this profile only until its Deployment is gone; name another Scheduler, or none for a scheduler of its own", p.Spec.SchedulerRef.Name))
+	causes.add(d != nil && obs.queueSortConflict != "", schedulingv1alpha1.ReasonQueueSortConflict,
+		"the latest change conflicts with the queue sort of the Scheduler (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	causes.add(obs.stoppedServing || (d != nil && obs.conflictWith != "" && replicas(d.Spec.Replicas) == 0), schedulingv1alpha1.ReasonSchedulerNameConflict,
+		"another profile serves this schedulerName (see ConfigValid), so this profile's scheduler was scaled down: two schedulers never serve one name")
+	causes.add(d != nil && obs.conflictWith != "", schedulingv1alpha1.ReasonSchedulerNameConflict,
+		"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	causes.add(obs.conflictWith != "", schedulingv1alpha1.ReasonSchedulerNameConflict,
+		"no scheduler runs for this profile until its schedulerName is free (see ConfigValid)")
+	causes.add(obs.failure != "", schedulingv1alpha1.ReasonApplyFailed, "applying the scheduler's objects failed, retrying: "+obs.failure)
+	causes.add(obs.rollout.failed != "", schedulingv1alpha1.ReasonRolloutFailed, rolloutFailedMessage(obs.rollout))
+	causes.add(d != nil && progressDeadlineExceeded(d), schedulingv1alpha1.ReasonProgressDeadlineExceeded,
+		"the rollout of "+p.Status.ConfigMapName+" did not finish within the Deployment's progress deadline")
+	causes.add(obs.skew.unsupported != "", schedulingv1alpha1.ReasonUnsupportedVersionSkew, obs.skew.unsupported)
+	status, reason, message := causes.condition()
+	setCondition(p, schedulingv1alpha1.ConditionDegraded, status, reason, message)
 }
 
 func progressDeadlineExceeded(d *appsv1.Deployment) bool {

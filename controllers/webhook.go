@@ -65,7 +65,7 @@ func (o *WebhookOptions) server() webhook.Server {
 // for it. With rotation, the handlers are registered, and so
 // the server started, only once the rotator has written the certificate, it is in CertDir and
 // the CA is in the webhook configurations: an apiserver that calls a ready operator can trust it.
-func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
+func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error {
 	ready := &webhookReadiness{}
 	if err := mgr.AddReadyzCheck("webhook", ready.check); err != nil {
 		return fmt.Errorf("adding the webhook's readiness check: %w", err)
@@ -83,7 +83,10 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the webhook's discovery client: %w", err)
 	}
-	objects := processObjects{client: direct, settings: settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, caps: o.SchedulerPodCaps, maxMembers: o.MaxMembersPerScheduler}, apis: newServedAPIs(apis)}
+	// The reviews plan with the reconcilers' settings, through clients and a discovery of their
+	// own, and run no previews.
+	objects := base
+	objects.client, objects.apis, objects.previews = direct, newServedAPIs(apis), nil
 	cached := objects
 	cached.client = mgr.GetClient()
 	register := func() error {

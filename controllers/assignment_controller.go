@@ -196,7 +196,9 @@ func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 		desired:  ac,
 		key:      client.ObjectKeyFromObject(obj),
 		observed: obj.DeepCopyObject().(T),
-		extract:  func(live client.Object) (runtime.ApplyConfiguration, error) { return extract(live.(T), schedulingv1alpha1.FieldManager) },
+		extract: func(live client.Object) (runtime.ApplyConfiguration, error) {
+			return extract(live.(T), schedulingv1alpha1.FieldManager)
+		},
 	})
 	return err
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 )
 
@@ -33,20 +34,18 @@ const maxAdviceEntries = 64
 // maxAdviceMessage bounds a message of status.advice, as the CRD does.
 const maxAdviceMessage = 1024
 
-// adviceProfiles are the profiles the checks read (advice.Load: the framework built from the
-// configuration), by configuration and gates: a pass with the same configuration builds no
-// framework, and a change of the nodes or PriorityClasses only runs the checks again.
-var adviceProfiles = newMemo[*advice.Profile](1024)
-
 // profileAdvice is the advice on a profile whose configuration is valid, rendered as the one
 // profile of its process (its own, or its Scheduler's, with the Scheduler's extenders and feature
-// gates), on the cluster. The reconciler and the webhook call it alike.
-func profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings, cluster *advice.Cluster) ([]advice.Advice, error) {
-	_, cfg, err := renderAlone(p, proc, s)
+// gates), on the cluster. The reconciler and the webhook call it alike. The profiles the checks
+// read (advice.Load: the framework built from the configuration) are remembered by
+// configuration and gates: a pass with the same configuration builds no framework, and a change
+// of the nodes or PriorityClasses only runs the checks again.
+func (o *processObjects) profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *process, cluster *advice.Cluster) ([]advice.Advice, error) {
+	_, cfg, err := o.renderAlone(p, proc)
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := adviceProfiles.do(keyOf("advice", cfg.YAML, proc.run.FeatureGates), func() (*advice.Profile, error) {
+	loaded, err := o.cache().adviceProfiles.do(keyOf("advice", cfg.YAML, proc.run.FeatureGates), func() (*advice.Profile, error) {
 		return advice.Load(cfg.YAML, proc.run.FeatureGates)
 	})
 	if err != nil {
@@ -115,7 +114,7 @@ func (v *clusterView) get(ctx context.Context, c client.Reader) (*advice.Cluster
 func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, obs *observation) {
 	cluster, err := r.cluster.get(ctx, r.client)
 	if err == nil {
-		obs.advice, err = profileAdvice(p, proc, r.settings, cluster)
+		obs.advice, err = r.profileAdvice(p, proc, cluster)
 	}
 	if err != nil {
 		obs.adviceFailed = err.Error()
@@ -130,7 +129,7 @@ func (o *processObjects) adviceWarnings(ctx context.Context, p *schedulingv1alph
 	cluster, err := readCluster(ctx, o.client)
 	var found []advice.Advice
 	if err == nil {
-		found, err = profileAdvice(p, proc, o.settings, cluster)
+		found, err = o.profileAdvice(p, proc, cluster)
 	}
 	if err != nil {
 		return []string{"the profile's advice (docs/reference/advice.md) could not be worked out: " + err.Error()}
@@ -202,13 +201,10 @@ var nodeLabelsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bo
 }}
 
 // recordAdviceMetrics exports the number of findings of each code in a profile's status.
-func recordAdviceMetrics(p *schedulingv1alpha1.SchedulerProfile) {
+func recordAdviceMetrics(m *metrics.Metrics, p *schedulingv1alpha1.SchedulerProfile) {
 	counts := map[string]int{}
 	for _, a := range p.Status.Advice {
 		counts[a.Code]++
 	}
-	profileAdviceCount.DeletePartialMatch(map[string]string{"profile": p.Name})
-	for code, n := range counts {
-		profileAdviceCount.WithLabelValues(p.Name, code).Set(float64(n))
-	}
+	m.Advice(p.Name, counts)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -150,15 +152,15 @@ func TestAdmissionWarnsOfAdvice(t *testing.T) {
 
 func TestRecordAdviceMetrics(t *testing.T) {
 	p := testutils.MakeProfile("metrics-advice").Obj()
-	t.Cleanup(func() { forgetMetrics(p.Name) })
 	p.Status.Advice = []schedulingv1alpha1.AdviceEntry{{Code: "SPA104", Message: "a"}, {Code: "SPA301", Message: "b"}, {Code: "SPA301", Message: "c"}}
-	recordAdviceMetrics(p)
-	if got := testutil.ToFloat64(profileAdviceCount.WithLabelValues(p.Name, "SPA301")); got != 2 {
+	m := metrics.New()
+	recordAdviceMetrics(m, p)
+	if got := testutil.ToFloat64(m.ProfileAdvice.WithLabelValues(p.Name, "SPA301")); got != 2 {
 		t.Errorf("SPA301 counts %v, want 2", got)
 	}
 	p.Status.Advice = p.Status.Advice[:1]
-	recordAdviceMetrics(p)
-	if got := testutil.CollectAndCount(profileAdviceCount, "schedops_schedulerprofile_advice"); got != 1 {
+	recordAdviceMetrics(m, p)
+	if got := testutil.CollectAndCount(m.ProfileAdvice, "schedops_schedulerprofile_advice"); got != 1 {
 		t.Errorf("%d series after the profile was fixed but for SPA104, want 1", got)
 	}
 }

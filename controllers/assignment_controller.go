@@ -56,6 +56,9 @@ type assignmentReconciler struct {
 	owner *metav1.OwnerReference
 	// restrictions are the node restrictions of the running configurations, read once each.
 	restrictions runningRestrictions
+	// memos are the operator's memos, which parse each running configuration once; nil
+	// remembers nothing.
+	memos *memos
 }
 
 // profileCRD is the CustomResourceDefinition of SchedulerProfiles.

@@ -35,7 +35,7 @@ var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
 // holding objs.
 func fakeObjects(objs ...client.Object) processObjects {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...)
-	for _, i := range fieldIndexes(testSettings.image) {
+	for _, i := range fieldIndexes(testSettings.image, nil) {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}
 	c := b.Build()

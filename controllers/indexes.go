@@ -61,14 +61,15 @@ type fieldIndex struct {
 
 // IndexFields adds to a manager's cache the field indexes that the reconcilers and the webhook
 // read through, before the manager starts: SetupManager does, and so does a test that runs a
-// reconciler by hand on the cache of a manager with no controller.
+// reconciler by hand on the cache of a manager with no controller (its parsed configurations
+// are not remembered; SetupManager indexes with the operator's memos).
 func IndexFields(mgr ctrl.Manager, o ManagerOptions) error {
-	return indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage)
+	return indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, nil)
 }
 
 // indexObjects adds fieldIndexes to the manager's cache.
-func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string) error {
-	for _, i := range fieldIndexes(image) {
+func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string, ms *memos) error {
+	for _, i := range fieldIndexes(image, ms) {
 		if err := indexer.IndexField(ctx, i.obj, i.field, i.extract); err != nil {
 			return fmt.Errorf("indexing %T by %s: %w", i.obj, i.field, err)
 		}
@@ -78,7 +79,7 @@ func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string
 
 // fieldIndexes are the field indexes of the profiles and of the objects of the operator's
 // namespace. image is the operator's scheduler image, which indexHeld compares with.
-func fieldIndexes(image string) []fieldIndex {
+func fieldIndexes(image string, ms *memos) []fieldIndex {
 	byOwner := func(obj client.Object) []string {
 		var keys []string
 		for _, l := range []string{schedulingv1alpha1.LabelProfile, schedulingv1alpha1.LabelScheduler} {
@@ -124,7 +125,7 @@ func fieldIndexes(image string) []fieldIndex {
 			}
 			return nil
 		}},
-		{&corev1.ConfigMap{}, indexSchedulerNames, configSchedulerNames},
+		{&corev1.ConfigMap{}, indexSchedulerNames, func(obj client.Object) []string { return configSchedulerNames(ms, obj) }},
 		{&appsv1.Deployment{}, indexHeld, func(obj client.Object) []string {
 			if d := obj.(*appsv1.Deployment); isScheduler(d) && !upgradedTo(image, d) {
 				return []string{indexValue}
@@ -136,12 +137,12 @@ func fieldIndexes(image string) []fieldIndex {
 
 // configSchedulerNames are the scheduler names of the configuration a ConfigMap holds (the cache
 // holds only the operator's); none for a ConfigMap without one or one that does not parse.
-func configSchedulerNames(obj client.Object) []string {
+func configSchedulerNames(ms *memos, obj client.Object) []string {
 	cm := obj.(*corev1.ConfigMap)
 	if _, ok := cm.Data[configFileKey]; !ok {
 		return nil
 	}
-	profiles, err := profilesIn(cm)
+	profiles, err := ms.profilesIn(cm)
 	if err != nil {
 		return nil
 	}

@@ -152,7 +152,7 @@ func TestLeaseReconcilerLeaseGone(t *testing.T) {
 // through funcs.
 func fakeIndexedClient(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithInterceptorFuncs(funcs)
-	for _, i := range fieldIndexes(testSettings.image) {
+	for _, i := range fieldIndexes(testSettings.image, nil) {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}
 	return b.Build()

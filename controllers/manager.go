@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -10,9 +12,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 )
 
 // ManagerOptions are the operator's settings, which main reads from its flags and environment.
@@ -102,12 +106,17 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if o.ServerVersion != nil {
 		d = withServerVersion(apis, o.ServerVersion)
 	}
-	if err := IndexFields(mgr, o); err != nil {
+	// One processObjects, built here from o, is what both reconcilers and admission plan,
+	// render and apply with: the same settings, thresholds, previews, memos, metrics and upgrade
+	// lock.
+	objects := processObjects{client: mgr.GetClient(), apis: newServedAPIs(d), settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight,
+		memos: newMemos(), metrics: metrics.New(), upgradeMu: &sync.Mutex{}}
+	if err := objects.metrics.Register(ctrlmetrics.Registry); err != nil {
+		return fmt.Errorf("registering the operator's metrics: %w", err)
+	}
+	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, objects.memos); err != nil {
 		return err
 	}
-	// One processObjects, built here from o, is what both reconcilers and admission plan,
-	// render and apply with: the same settings, thresholds and previews.
-	objects := processObjects{client: mgr.GetClient(), apis: newServedAPIs(d), settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight}
 	if objects.previews, err = setupPreviews(mgr, o.Preview); err != nil {
 		return err
 	}
@@ -118,6 +127,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("creating the client of stranded pods: %w", err)
 	}
 	reconciler.stranded = newStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.StrandedPodGrace, o.StrandedInterval)
+	reconciler.stranded.metrics = objects.metrics
 	if err := mgr.Add(reconciler.stranded); err != nil {
 		return fmt.Errorf("adding the finder of stranded pods: %w", err)
 	}
@@ -130,7 +140,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
 	assignment := &assignmentReconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), namespace: o.Namespace, gangs: newServedAPIs(apis), stranded: reconciler.stranded,
-		restrictions: runningRestrictions{}}
+		restrictions: runningRestrictions{}, memos: objects.memos}
 	if err := assignment.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}

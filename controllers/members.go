@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -126,7 +127,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	// A finished preview can hold or release a member's change: the outcomes known are part of
 	// the key.
 	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving) + r.previews.planKey()
-	return plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
+	return r.cache().plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
 }
 
 // leavingMembers are the profiles that left the Scheduler (their schedulerRef names another
@@ -198,7 +199,7 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 		}
 		pl.members = append(pl.members, m)
 	}
-	checkQueueSorts(pl.members, running, proc.run.FeatureGates)
+	checkQueueSorts(r.cache(), pl.members, running, proc.run.FeatureGates)
 	r.gatePreviews(s, proc, pl.members, running)
 	slices.SortFunc(pl.members, func(a, b *member) int { return cmp.Compare(a.profile.Name, b.profile.Name) })
 	var err error
@@ -286,19 +287,19 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 	if m.conflictWith, m.conflictServed = nameOwner(p, all, m.schedulerName, served); m.conflictWith != "" {
 		return m
 	}
-	c, _ := memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return checkAlone(p, proc, r.settings), nil })
+	c, _ := r.cache().memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return r.checkAlone(p, proc), nil })
 	m.entry, m.invalid, m.errs, m.aloneBytes = c.entry, c.invalid, c.errs, c.aloneBytes
 	m.latest = m.entry
 	return m
 }
 
 // checkAlone renders and validates a member as a process of its own with its Scheduler's settings.
-func checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) memberCheck {
-	entry, cfg, err := renderAlone(p, proc, s)
+func (r *processObjects) checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process) memberCheck {
+	entry, cfg, err := r.renderAlone(p, proc)
 	if err != nil {
 		return memberCheck{invalid: err.Error(), errs: renderErrors(err)}
 	}
-	schedulerBuilds.WithLabelValues(buildMember).Inc()
+	r.metrics.SchedulerBuilt(metrics.BuildMember)
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
 		return memberCheck{invalid: errs.ToAggregate().Error(), errs: errs}
 	}
@@ -308,20 +309,20 @@ func checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s setting
 // renderAlone renders a member as a process of its own with its Scheduler's settings: what
 // Validate checks for one profile. The entry's queue sort is written the one way its plugin is
 // (CanonicalQueueSort), so that members that sort their queues alike render alike.
-func renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (profile.Profile, *profile.Config, error) {
+func (r *processObjects) renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process) (profile.Profile, *profile.Config, error) {
 	entry, err := profile.RenderProfile(p)
 	if err != nil {
 		return profile.Profile{}, nil, err
 	}
-	entry = canonicalQueueSortOnce(entry, proc.run.FeatureGates)
-	cfg, err := profile.RenderProcess(processSettings(proc, s), []profile.Profile{entry})
+	entry = r.canonicalQueueSort(entry, proc.run.FeatureGates)
+	cfg, err := profile.RenderProcess(processSettings(proc, r.settings), []profile.Profile{entry})
 	return entry, cfg, err
 }
 
 // checkQueueSorts refuses alone the members whose latest entry sorts the queue unlike their
 // Scheduler (queueSortRefusals); they keep their running entry, if any.
-func checkQueueSorts(members []*member, running map[string]*profile.Profile, gates map[string]bool) {
-	for m, msg := range queueSortRefusals(members, running, gates) {
+func checkQueueSorts(ms *memos, members []*member, running map[string]*profile.Profile, gates map[string]bool) {
+	for m, msg := range queueSortRefusals(ms, members, running, gates) {
 		m.queueSortConflict = msg
 		m.entry = running[m.profile.Name]
 	}
@@ -336,7 +337,7 @@ func checkQueueSorts(members []*member, running map[string]*profile.Profile, gat
 // oldest member; a member whose latest entry differs from it is refused alone, whatever its age,
 // so that no team's queue sort changes the others' or stops their changes. A member refused for
 // another reason counts with the entry it keeps (its running one), never its latest spec.
-func queueSortRefusals(members []*member, running map[string]*profile.Profile, gates map[string]bool) map[*member]string {
+func queueSortRefusals(ms *memos, members []*member, running map[string]*profile.Profile, gates map[string]bool) map[*member]string {
 	oldestFirst := slices.Clone(members)
 	slices.SortFunc(oldestFirst, func(a, b *member) int { return byAge(a.profile, b.profile) })
 	var first *profile.Profile
@@ -349,7 +350,7 @@ func queueSortRefusals(members []*member, running map[string]*profile.Profile, g
 			first = m.entry
 			continue
 		}
-		if msg, err := queueSortConflictOnce(*first, *m.entry, gates); err != nil || msg != "" {
+		if msg, err := ms.queueSortConflict(*first, *m.entry, gates); err != nil || msg != "" {
 			agree = false
 			break
 		}
@@ -363,7 +364,7 @@ func queueSortRefusals(members []*member, running map[string]*profile.Profile, g
 		if m.entry == nil || m.refused() || m.entry == ref {
 			continue
 		}
-		msg, err := queueSortConflictOnce(*ref, *m.entry, gates)
+		msg, err := ms.queueSortConflict(*ref, *m.entry, gates)
 		if err != nil {
 			msg = err.Error()
 		}
@@ -401,11 +402,11 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	var byProfileKey string
 	if cm.UID != "" {
 		byProfileKey = servedEntriesKey(string(cm.UID), s.Status.Profiles)
-		if out, ok := runningByProfile.get(byProfileKey); ok {
+		if out, ok := r.cache().runningByProfile.get(byProfileKey); ok {
 			return out, nil
 		}
 	}
-	bySchedulerName, err := profilesIn(cm)
+	bySchedulerName, err := r.cache().profilesIn(cm)
 	if err != nil {
 		return nil, err
 	}
@@ -413,12 +414,12 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	for _, served := range s.Status.Profiles {
 		if e, ok := bySchedulerName[served.SchedulerName]; ok {
 			// A configuration an earlier operator rendered may spell a queue sort otherwise.
-			e = canonicalQueueSortOnce(e, proc.run.FeatureGates)
+			e = r.canonicalQueueSort(e, proc.run.FeatureGates)
 			out[served.Name] = &e
 		}
 	}
 	if byProfileKey != "" {
-		runningByProfile.put(byProfileKey, out)
+		r.cache().runningByProfile.put(byProfileKey, out)
 	}
 	return out, nil
 }
@@ -427,12 +428,12 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 // ConfigMaps are immutable: one is parsed once by its UID, for the cache's index of scheduler
 // names (configSchedulerNames) and the passes that read the running entries alike. The result
 // is shared: only read it.
-func profilesIn(cm *corev1.ConfigMap) (map[string]profile.Profile, error) {
+func (ms *memos) profilesIn(cm *corev1.ConfigMap) (map[string]profile.Profile, error) {
 	parse := func() (map[string]profile.Profile, error) { return profile.ProfilesIn([]byte(cm.Data[configFileKey])) }
-	if cm.UID == "" {
+	if cm.UID == "" || ms == nil {
 		return parse()
 	}
-	return runningProfiles.do(string(cm.UID), parse)
+	return ms.runningProfiles.do(string(cm.UID), parse)
 }
 
 // servedEntriesKey is the key of runningByProfile: the running ConfigMap and the members that

@@ -105,7 +105,7 @@ func TestQueueSortRefusals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for m, msg := range queueSortRefusals(tc.members, tc.running, nil) {
+			for m, msg := range queueSortRefusals(nil, tc.members, tc.running, nil) {
 				if !strings.Contains(msg, "the Scheduler sorts its queue with") {
 					t.Errorf("message %q does not name the Scheduler's queue sort", msg)
 				}

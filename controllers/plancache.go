@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
+	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -44,8 +46,12 @@ func newMemo[V any](maxEntries int) *memo[V] {
 }
 
 // do returns the remembered result of key, or computes it once with compute, which the callers
-// of the same key at the same time wait for. An error is returned to them and not remembered.
+// of the same key at the same time wait for. An error is returned to them and not remembered. A
+// nil memo remembers nothing.
 func (m *memo[V]) do(key string, compute func() (V, error)) (V, error) {
+	if m == nil {
+		return compute()
+	}
 	m.mu.Lock()
 	if v, ok := m.entries[key]; ok {
 		m.mu.Unlock()
@@ -71,6 +77,10 @@ func (m *memo[V]) do(key string, compute func() (V, error)) (V, error) {
 }
 
 func (m *memo[V]) get(key string) (V, bool) {
+	if m == nil {
+		var zero V
+		return zero, false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.entries[key]
@@ -78,6 +88,9 @@ func (m *memo[V]) get(key string) (V, bool) {
 }
 
 func (m *memo[V]) put(key string, v V) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.putLocked(key, v)
@@ -99,31 +112,65 @@ type memberCheck struct {
 	aloneBytes int
 }
 
-// The memos of the operator, shared by both reconcilers and the webhook. Their sizes bound
-// memory to a few MiB: a member check holds one rendered entry, a plan one per member.
-var (
+// memos are the memos of the operator: one object, built once in SetupManager and shared by
+// both reconcilers and the webhook through their processObjects. Their sizes bound memory to a
+// few MiB: a member check holds one rendered entry, a plan one per member. A zero memos (nil
+// memos) remembers nothing.
+type memos struct {
 	// memberChecks are the checks of members alone, by profile name and spec and process settings.
-	memberChecks = newMemo[memberCheck](8192)
+	memberChecks *memo[memberCheck]
 	// queueSorts are upstream's messages on two entries' queue sorts, by both entries and the gates.
-	queueSorts = newMemo[string](8192)
+	queueSorts *memo[string]
 	// canonicalSorts are entries with their queue sort written the one way, by entry and gates.
-	canonicalSorts = newMemo[profile.Profile](8192)
+	canonicalSorts *memo[profile.Profile]
 	// processChecks are the results of ValidateProcess by configuration and gates ("" for valid).
-	processChecks = newMemo[string](512)
+	processChecks *memo[string]
 	// runningProfiles are the entries of running configurations by ConfigMap UID (they are immutable).
-	runningProfiles = newMemo[map[string]profile.Profile](512)
+	runningProfiles *memo[map[string]profile.Profile]
 	// runningByProfile are the running entries by profile name (runningEntries), by
 	// servedEntriesKey: shared, read-only.
-	runningByProfile = newMemo[map[string]*profile.Profile](512)
+	runningByProfile *memo[map[string]*profile.Profile]
 	// releasedProcesses are the members, by UID and generation, whose own scheduler was removed
 	// (releaseOwnProcess).
-	releasedProcesses = newMemo[bool](8192)
+	releasedProcesses *memo[bool]
 	// dedicatedChecks are the validations of dedicated profiles' configurations
-	// (validateDedicatedOnce), by configuration and gates: the errors, none for valid.
-	dedicatedChecks = newMemo[field.ErrorList](8192)
+	// (validateDedicated), by configuration and gates: the errors, none for valid.
+	dedicatedChecks *memo[field.ErrorList]
 	// plans are the plans of Schedulers by planFingerprint.
-	plans = newMemo[*plan](512)
-)
+	plans *memo[*plan]
+	// configNames are the scheduler names of rendered configurations by namespace and ConfigMap
+	// name (namesIn): the ConfigMaps are immutable and named by their content's hash, so an
+	// entry never goes stale.
+	configNames *memo[[]string]
+	// adviceProfiles are the profiles the advice checks read (advice.Load: the framework built
+	// from the configuration, which is what costs), by configuration and gates.
+	adviceProfiles *memo[*advice.Profile]
+}
+
+func newMemos() *memos {
+	return &memos{
+		memberChecks:      newMemo[memberCheck](8192),
+		queueSorts:        newMemo[string](8192),
+		canonicalSorts:    newMemo[profile.Profile](8192),
+		processChecks:     newMemo[string](512),
+		runningProfiles:   newMemo[map[string]profile.Profile](512),
+		runningByProfile:  newMemo[map[string]*profile.Profile](512),
+		releasedProcesses: newMemo[bool](8192),
+		dedicatedChecks:   newMemo[field.ErrorList](8192),
+		plans:             newMemo[*plan](512),
+		configNames:       newMemo[[]string](maxConfigNames),
+		adviceProfiles:    newMemo[*advice.Profile](1024),
+	}
+}
+
+// cache returns r's memos, or memos that remember nothing when r has none (tests of parts that
+// do not look at them).
+func (r *processObjects) cache() *memos {
+	if r.memos != nil {
+		return r.memos
+	}
+	return &memos{}
+}
 
 // keyOf hashes the JSON of parts into a memo key.
 func keyOf(parts ...any) string {
@@ -151,10 +198,10 @@ func processKey(proc *process, s settings) string {
 	return keyOf(processSettings(proc, s), proc.run.FeatureGates, proc.gatesPath().String())
 }
 
-// validateProcessOnce is profile.ValidateProcess, remembered by configuration and gates.
-func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
-	msg, _ := processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
-		schedulerBuilds.WithLabelValues(buildCombined).Inc()
+// validateProcess is profile.ValidateProcess, remembered by configuration and gates.
+func (r *processObjects) validateProcess(cfg *profile.Config, gates map[string]bool) error {
+	msg, _ := r.cache().processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
+		r.metrics.SchedulerBuilt(metrics.BuildCombined)
 		if err := profile.ValidateProcess(cfg.YAML, gates); err != nil {
 			return err.Error(), nil
 		}
@@ -166,26 +213,26 @@ func validateProcessOnce(cfg *profile.Config, gates map[string]bool) error {
 	return errors.New(msg)
 }
 
-// canonicalQueueSortOnce is profile.CanonicalQueueSort, remembered by the entry and the gates.
-func canonicalQueueSortOnce(p profile.Profile, gates map[string]bool) profile.Profile {
+// canonicalQueueSort is profile.CanonicalQueueSort, remembered by the entry and the gates.
+func (r *processObjects) canonicalQueueSort(p profile.Profile, gates map[string]bool) profile.Profile {
 	key := p.Fingerprint()
 	if key == "" {
 		return profile.CanonicalQueueSort(p, gates)
 	}
-	out, _ := canonicalSorts.do(keyOf(key, gates), func() (profile.Profile, error) {
+	out, _ := r.cache().canonicalSorts.do(keyOf(key, gates), func() (profile.Profile, error) {
 		return profile.CanonicalQueueSort(p, gates), nil
 	})
 	return out
 }
 
-// queueSortConflictOnce is profile.QueueSortConflict, remembered by what of both entries decides
+// queueSortConflict is profile.QueueSortConflict, remembered by what of both entries decides
 // it (QueueSortFingerprint) and the gates; errors are not remembered.
-func queueSortConflictOnce(first, p profile.Profile, gates map[string]bool) (string, error) {
+func (ms *memos) queueSortConflict(first, p profile.Profile, gates map[string]bool) (string, error) {
 	a, b := first.QueueSortFingerprint(), p.QueueSortFingerprint()
-	if a == "" || b == "" {
+	if a == "" || b == "" || ms == nil {
 		return profile.QueueSortConflict(first, p, gates)
 	}
-	return queueSorts.do(keyOf(a, b, gates), func() (string, error) {
+	return ms.queueSorts.do(keyOf(a, b, gates), func() (string, error) {
 		return profile.QueueSortConflict(first, p, gates)
 	})
 }

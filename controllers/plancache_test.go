@@ -155,16 +155,17 @@ func TestConfigMapParsedOnce(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "batch.config-" + cfg.Hash, Namespace: "ns", UID: types.UID("uid-parsed-once")},
 		Data:       map[string]string{configFileKey: string(cfg.YAML)},
 	}
-	names := configSchedulerNames(cm)
+	ms := newMemos()
+	names := configSchedulerNames(ms, cm)
 	slices.Sort(names)
 	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
 		t.Errorf("Indexed scheduler names (-want +got):\n%s", diff)
 	}
-	indexed, ok := runningProfiles.get(string(cm.UID))
+	indexed, ok := ms.runningProfiles.get(string(cm.UID))
 	if !ok {
 		t.Fatalf("The index's parse of ConfigMap %s is not remembered for the passes", cm.Name)
 	}
-	got, err := profilesIn(cm)
+	got, err := ms.profilesIn(cm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -46,6 +48,18 @@ type processObjects struct {
 	// previews runs the previews of changes, the profiles' and the members'; nil runs none
 	// (the admission webhook's plans).
 	previews *previewer
+	// memos are the operator's memos (newMemos), shared with the other processObjects built from
+	// the same one; nil remembers nothing.
+	memos *memos
+	// metrics are the operator's metrics; nil records none.
+	metrics *metrics.Metrics
+	// upgradeMu serializes the passes that may move a scheduler to the operator's new image
+	// (lockUpgrade): the wave counts the schedulers in flight (planUpgrade) before it applies,
+	// and two passes at once would each see the same free slot. Other passes run in parallel: a
+	// profile is never in two passes at once (the controller's queue), each pass reads what it
+	// decides from the cluster, and the memos are safe for concurrent use. Shared by every
+	// processObjects built from the operator's one; nil locks nothing.
+	upgradeMu *sync.Mutex
 }
 
 // run applies the objects of a process with a valid configuration, removes what it no longer

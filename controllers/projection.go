@@ -71,7 +71,7 @@ func (r *assignmentReconciler) projections(ctx context.Context, profiles []sched
 			log.FromContext(ctx).Error(err, "Not projecting the node restrictions of a running configuration")
 			continue
 		}
-		inConfig, err := profilesIn(cm)
+		inConfig, err := r.memos.profilesIn(cm)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "Not projecting the node restrictions of a running configuration")
 			continue

@@ -65,7 +65,7 @@ func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile,
 	if owner, serving := nameOwner(p, all, name, served); owner != "" {
 		return field.ErrorList{nameConflict(p, name, owner, serving)}
 	}
-	_, _, errs := checkDedicated(p, dedicatedProcess(p, name), v.settings)
+	_, _, errs := v.checkDedicated(p, dedicatedProcess(p, name))
 	return errs
 }
 
@@ -139,7 +139,7 @@ func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Sc
 		return errs, nil, nil
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
-	_, cfg, err := renderAlone(placeholder, proc, v.settings)
+	_, cfg, err := v.renderAlone(placeholder, proc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +171,7 @@ func (v *Reviewer) checkMembers(ctx context.Context, s *schedulingv1alpha1.Sched
 		}
 	}
 	if pl.config != nil {
-		if err := validateProcessOnce(pl.config, proc.run.FeatureGates); err != nil {
+		if err := v.validateProcess(pl.config, proc.run.FeatureGates); err != nil {
 			return warnings, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{},
 				"the scheduler would refuse the combined configuration of the members with these settings: "+err.Error())}, nil
 		}

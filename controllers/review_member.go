@@ -76,6 +76,6 @@ func (v *Reviewer) fitsInPlan(base *plan, proc *process, m *member, running map[
 	if size > MaxConfigBytes {
 		return false
 	}
-	m.queueSortConflict = queueSortRefusals(append(members, m), running, proc.run.FeatureGates)[m]
+	m.queueSortConflict = queueSortRefusals(v.cache(), append(members, m), running, proc.run.FeatureGates)[m]
 	return true
 }

@@ -483,8 +483,6 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clear(configNames.byName) // the ConfigMaps of the cases share names, and other tests' too
-			t.Cleanup(func() { clear(configNames.byName) })
 			r := fakeObjects(append(tc.objs, rs.DeepCopy(), s.DeepCopy())...)
 			rollback, refused, err := r.rollbackDeployment(t.Context(), proc, "r1", live, "")
 			if err != nil {

@@ -134,11 +134,11 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonVersionSkew, actionRollout, "%s", obs.skew.refused)
 		}
 		if c, ok := upgradeStopped(before.Status.Conditions, s.Status.Conditions); ok {
-			upgradeStops.WithLabelValues("Scheduler", s.Name).Inc()
+			r.metrics.UpgradeStopped("Scheduler", s.Name)
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
 		}
 		if s.Status.FailedRevision != "" && s.Status.FailedRevision != before.Status.FailedRevision {
-			rollbacks.WithLabelValues("Scheduler", s.Name).Inc()
+			r.metrics.RolledBack("Scheduler", s.Name)
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s", rolloutFailedMessage(obs.rollout))
 		}
 	}
@@ -204,7 +204,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		}
 		return obs, nil
 	}
-	if err := validateProcessOnce(obs.plan.config, obs.proc.run.FeatureGates); err != nil {
+	if err := r.validateProcess(obs.plan.config, obs.proc.run.FeatureGates); err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
 	}

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
@@ -215,7 +216,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its objects are garbage-collected through their owner references.
-			forgetMetrics(req.Name)
+			r.metrics.Forget(req.Name)
 			r.previews.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -247,7 +248,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 	r.recordEvents(before, p)
-	recordMetrics(before, p, obs)
+	recordMetrics(r.metrics, before, p, obs)
 	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
 }
 
@@ -355,7 +356,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.secret, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
 		return obs, err
 	}
-	cfg, invalid, _ := checkDedicated(p, proc, r.settings)
+	cfg, invalid, _ := r.checkDedicated(p, proc)
 	if invalid != "" {
 		obs.invalid = invalid
 		return obs, nil
@@ -547,14 +548,14 @@ func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *s
 	if p.UID == "" {
 		key = ""
 	}
-	if _, done := releasedProcesses.get(key); done && key != "" {
+	if _, done := r.cache().releasedProcesses.get(key); done && key != "" {
 		return nil
 	}
 	if err := r.removeProcess(ctx, dedicatedProcess(p, schedulerName)); err != nil {
 		return err
 	}
 	if key != "" {
-		releasedProcesses.put(key, true)
+		r.cache().releasedProcesses.put(key, true)
 	}
 	return nil
 }
@@ -562,12 +563,12 @@ func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *s
 // checkDedicated renders and validates the configuration of a profile that runs its own
 // scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
 // status, errs the same errors with their fields.
-func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s settings) (cfg *profile.Config, invalid string, errs field.ErrorList) {
+func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process) (cfg *profile.Config, invalid string, errs field.ErrorList) {
 	// Render refuses the extenders' too, as one error; checked here they keep their fields.
-	if errs := proc.settingsErrors(s); len(errs) > 0 {
+	if errs := proc.settingsErrors(r.settings); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
-	cfg, err := profile.Render(p, profile.Settings{Namespace: s.namespace, CASecrets: proc.secrets.withCA})
+	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.namespace, CASecrets: proc.secrets.withCA})
 	if err != nil {
 		return nil, err.Error(), renderErrors(err)
 	}
@@ -575,7 +576,7 @@ func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s set
 		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
 		return nil, err.Error(), field.ErrorList{err}
 	}
-	if errs := validateDedicatedOnce(cfg, proc); len(errs) > 0 {
+	if errs := r.validateDedicated(cfg, proc); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
 	return cfg, "", nil
@@ -585,9 +586,9 @@ func checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process, s set
 // remembered by what it reads: the configuration, the gates and the path of the gates' field
 // (the registry is the binary's). A pass that meets the same configuration again (every node
 // change enqueues every profile, for advice) builds no scheduler.
-func validateDedicatedOnce(cfg *profile.Config, proc *process) field.ErrorList {
-	errs, _ := dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.run.FeatureGates, proc.gatesPath().String()), func() (field.ErrorList, error) {
-		schedulerBuilds.WithLabelValues(buildDedicated).Inc()
+func (r *processObjects) validateDedicated(cfg *profile.Config, proc *process) field.ErrorList {
+	errs, _ := r.cache().dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.run.FeatureGates, proc.gatesPath().String()), func() (field.ErrorList, error) {
+		r.metrics.SchedulerBuilt(metrics.BuildDedicated)
 		return profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()), nil
 	})
 	return errs

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -119,15 +118,8 @@ func nameConflictMessage(name, owner string, served bool) string {
 	return fmt.Sprintf("schedulerName %q is already claimed by the older SchedulerProfile %q", name, owner)
 }
 
-// configNames caches the scheduler names of rendered configurations by namespace and ConfigMap
-// name: the ConfigMaps are immutable and named by their content's hash, so an entry never goes
-// stale. It is emptied when it reaches maxConfigNames, which pruning keeps far away.
-var configNames = struct {
-	mu     sync.Mutex
-	byName map[client.ObjectKey][]string
-}{byName: map[client.ObjectKey][]string{}}
-
-// maxConfigNames bounds configNames: a few ConfigMaps per profile are kept, 3 at most.
+// maxConfigNames bounds the memo of configurations' scheduler names (namesIn), which is emptied
+// when it reaches it: a few ConfigMaps per profile are kept, 3 at most.
 const maxConfigNames = 8192
 
 // servedNamesIndex reads which profile serves which scheduler name: the scheduler Deployments
@@ -345,9 +337,7 @@ func configMapOf(spec *corev1.PodSpec) string {
 // namespace; none when it is gone (a pod that mounts a missing ConfigMap does not start).
 func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name string) ([]string, error) {
 	key := client.ObjectKey{Namespace: r.settings.namespace, Name: name}
-	configNames.mu.Lock()
-	names, ok := configNames.byName[key]
-	configNames.mu.Unlock()
+	names, ok := r.cache().configNames.get(key.String())
 	if ok {
 		return names, nil
 	}
@@ -359,7 +349,7 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", name, err)
 	}
 	// One configuration is parsed once (profilesIn).
-	profiles, err := profilesIn(cm)
+	profiles, err := r.cache().profilesIn(cm)
 	if err != nil {
 		return nil, err
 	}
@@ -367,12 +357,7 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	configNames.mu.Lock()
-	if len(configNames.byName) >= maxConfigNames {
-		clear(configNames.byName)
-	}
-	configNames.byName[key] = names
-	configNames.mu.Unlock()
+	r.cache().configNames.put(key.String(), names)
 	return names, nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -57,6 +58,8 @@ type strandedPods struct {
 	profiles client.Reader
 	pods     client.Client
 	recorder events.EventRecorder
+	// metrics are the operator's metrics; nil records none.
+	metrics  *metrics.Metrics
 	grace    time.Duration
 	interval time.Duration
 	now      func() time.Time
@@ -242,10 +245,7 @@ func (s *strandedPods) delete(ctx context.Context, pod *corev1.Pod, name, reason
 // report sets the metric, records an Event on each profile whose name has more stranded pods
 // than before, and tells the profile controller of each profile whose count changed.
 func (s *strandedPods) report(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile, before, after map[string]int32) {
-	strandedPodsGauge.Reset()
-	for name, n := range after {
-		strandedPodsGauge.WithLabelValues(name).Set(float64(n))
-	}
+	s.metrics.Stranded(after)
 	for i := range profiles {
 		p := &profiles[i]
 		name := profile.SchedulerName(p)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/certs"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
@@ -119,7 +120,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	if err != nil {
 		return fmt.Errorf("setting up the certificate rotation: %w", err)
 	}
-	if err := mgr.Add(&certCopy{reader: direct, key: types.NamespacedName{Namespace: o.Namespace, Name: w.SecretName}, dir: w.certDir()}); err != nil {
+	if err := mgr.Add(&certs.Copy{Reader: direct, Key: types.NamespacedName{Namespace: o.Namespace, Name: w.SecretName}, Dir: w.certDir()}); err != nil {
 		return fmt.Errorf("adding the webhook certificate's copy: %w", err)
 	}
 	go func() {

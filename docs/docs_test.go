@@ -319,7 +319,7 @@ func TestMatches(t *testing.T) {
 
 // TestMetricsReference checks that every metric the operator registers is in the reference.
 func TestMetricsReference(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join(root, "controllers", "metrics.go"))
+	src, err := os.ReadFile(filepath.Join(root, "controllers", "metrics", "metrics.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestMetricsReference(t *testing.T) {
 	}
 	names := regexp.MustCompile(`Name:\s+"(schedops_[a-z_]+)"`).FindAllStringSubmatch(string(src), -1)
 	if len(names) == 0 {
-		t.Fatal("no schedops_ metric found in controllers/metrics.go")
+		t.Fatal("no schedops_ metric found in controllers/metrics/metrics.go")
 	}
 	for _, m := range names {
 		if !strings.Contains(string(ref), "`"+m[1]+"`") {
@@ -926,18 +926,18 @@ func TestProfilePrinterColumns(t *testing.T) {
 	}
 }
 
-// metricRE finds a metric the operator registers, with its labels, in controllers/metrics.go.
+// metricRE finds a metric the operator registers, with its labels, in controllers/metrics/metrics.go.
 var metricRE = regexp.MustCompile(`Name:\s+"(schedops_[a-z_]+)"[^}]*\}, \[\]string\{([^}]*)\}`)
 
 // TestMetricLabels checks that the labels of each metric in the metrics reference are those the
 // operator gives it.
 func TestMetricLabels(t *testing.T) {
-	src := string(readFile(t, filepath.Join(root, "controllers", "metrics.go")))
+	src := string(readFile(t, filepath.Join(root, "controllers", "metrics", "metrics.go")))
 	page := filepath.Join("reference", "metrics.md")
 	rows := tableRows(t, page, parse(t, page).prose, "| metric | type | labels | what it counts |")
 	found := metricRE.FindAllStringSubmatch(src, -1)
 	if len(found) == 0 {
-		t.Fatal("no schedops_ metric with its labels found in controllers/metrics.go")
+		t.Fatal("no schedops_ metric with its labels found in controllers/metrics/metrics.go")
 	}
 	for _, m := range found {
 		var want []string

@@ -1,4 +1,7 @@
-package controllers
+// Package certs copies the webhook's serving certificate from the Secret its rotator keeps into
+// the webhook server's directory (Copy), so that a first install serves within a second instead
+// of after the kubelet's next sync of a Secret volume.
+package certs
 
 import (
 	"bytes"
@@ -21,30 +24,34 @@ const (
 	certCopyInterval      = 30 * time.Second
 )
 
-// certCopy writes the certificate that the rotator keeps in the Secret key into the webhook
+// Copy writes the certificate that the rotator keeps in the Secret key into the webhook
 // server's directory dir, as soon as the Secret has one and whenever it changes. The rotator
 // waits for those files before the webhook is served; with the Secret mounted as a volume they
 // would come only when the kubelet next syncs it, a minute or more after the Secret is written,
 // during which a first install refuses every review. With dir on an emptyDir they come within
 // a second. When dir is read-only (a Secret volume, as config/default mounted it before), the
 // copy fails and the kubelet's mount provides the files, as before.
-type certCopy struct {
-	reader client.Reader
-	key    types.NamespacedName
-	dir    string
+type Copy struct {
+	// Reader reads the Secret: a client that reads the apiserver, since the manager's cache
+	// holds no Secret of the webhook.
+	Reader client.Reader
+	// Key names the Secret.
+	Key types.NamespacedName
+	// Dir is the webhook server's certificate directory.
+	Dir string
 }
 
 // NeedLeaderElection is false: every replica serves the webhook.
-func (c *certCopy) NeedLeaderElection() bool { return false }
+func (c *Copy) NeedLeaderElection() bool { return false }
 
 // Start copies until ctx ends.
-func (c *certCopy) Start(ctx context.Context) error {
+func (c *Copy) Start(ctx context.Context) error {
 	interval := certCopyFirstInterval
 	for {
 		copied, err := c.copyOnce(ctx)
 		switch {
 		case err != nil:
-			log.FromContext(ctx).V(1).Info("Copying the webhook's certificate from its Secret", "secret", c.key, "error", err.Error())
+			log.FromContext(ctx).V(1).Info("Copying the webhook's certificate from its Secret", "secret", c.Key, "error", err.Error())
 		case copied:
 			interval = certCopyInterval
 		}
@@ -58,24 +65,24 @@ func (c *certCopy) Start(ctx context.Context) error {
 
 // copyOnce writes the Secret's certificate and key when they differ from the files; it tells
 // whether the files now hold them.
-func (c *certCopy) copyOnce(ctx context.Context) (bool, error) {
+func (c *Copy) copyOnce(ctx context.Context) (bool, error) {
 	s := &corev1.Secret{}
-	if err := c.reader.Get(ctx, c.key, s); err != nil {
+	if err := c.Reader.Get(ctx, c.Key, s); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
 	if len(crt) == 0 || len(key) == 0 {
 		return false, nil
 	}
-	if err := os.MkdirAll(c.dir, 0o700); err != nil {
-		return false, fmt.Errorf("creating %s: %w", c.dir, err)
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return false, fmt.Errorf("creating %s: %w", c.Dir, err)
 	}
 	// The key first: the server reloads on a change of the certificate file and reads both.
 	for _, f := range []struct {
 		name string
 		data []byte
 	}{{corev1.TLSPrivateKeyKey, key}, {corev1.TLSCertKey, crt}} {
-		if err := writeIfChanged(filepath.Join(c.dir, f.name), f.data); err != nil {
+		if err := writeIfChanged(filepath.Join(c.Dir, f.name), f.data); err != nil {
 			return false, err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 )
@@ -172,7 +173,7 @@ func refused(obs *observation) bool {
 func adviceEntries(found []advice.Advice) []schedulingv1alpha1.AdviceEntry {
 	out := make([]schedulingv1alpha1.AdviceEntry, 0, min(len(found), maxAdviceEntries))
 	for _, a := range found[:min(len(found), maxAdviceEntries)] {
-		out = append(out, schedulingv1alpha1.AdviceEntry{Code: a.Code, Message: bounded(a.Message, maxAdviceMessage)})
+		out = append(out, schedulingv1alpha1.AdviceEntry{Code: a.Code, Message: bound.String(a.Message, maxAdviceMessage)})
 	}
 	return out
 }
@@ -187,7 +188,7 @@ func (r *SchedulerProfileReconciler) watchCluster(b *builder.Builder) *builder.B
 		// The checks read the cluster anew, once; a refused or incomplete preview may come out
 		// otherwise on the changed cluster.
 		r.cluster.changed()
-		r.previews.clusterChanged()
+		r.previews.ClusterChanged()
 		return r.profileRequests(ctx, nil)
 	})
 	return b.WatchesMetadata(node, all, builder.WithPredicates(nodeLabelsChanged)).

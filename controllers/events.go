@@ -11,9 +11,11 @@ import (
 // Event reasons (besides the condition reasons) and actions.
 const (
 	eventReasonRolloutStarted = "RolloutStarted"
-	actionValidate            = "Validate"
-	actionRollout             = "Rollout"
-	actionAdvise              = "Advise"
+	// eventReasonPreview is the reason of the event that sums a preview up.
+	eventReasonPreview = "Preview"
+	actionValidate     = "Validate"
+	actionRollout      = "Rollout"
+	actionAdvise       = "Advise"
 )
 
 // recordEvents emits events for the transitions between two statuses, after the status that

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/preview"
+
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -117,7 +119,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, objects.memos); err != nil {
 		return err
 	}
-	if objects.previews, err = setupPreviews(mgr, o.Preview); err != nil {
+	if objects.previews, err = preview.Setup(mgr, o.Preview); err != nil {
 		return err
 	}
 	reconciler := newSchedulerProfileReconciler(objects, d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager))

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/preview"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -52,7 +54,7 @@ type member struct {
 	aloneBytes int
 	// preview holds the member's change back for its preview (spec.rollout.preview, Guard): the
 	// member keeps its running entry meanwhile. It is not a refusal of the spec.
-	preview previewGate
+	preview preview.Gate
 }
 
 // limitRefusal is why a valid member does not fit into its Scheduler: reason TooManyMembers or
@@ -126,7 +128,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	}
 	// A finished preview can hold or release a member's change: the outcomes known are part of
 	// the key.
-	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving) + r.previews.planKey()
+	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving) + r.previews.PlanKey()
 	return r.cache().plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
 }
 

@@ -3,6 +3,8 @@ package controllers
 import (
 	"slices"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/preview"
+
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -20,14 +22,14 @@ func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *pro
 	}
 	for _, m := range members {
 		settings := m.profile.Spec.Rollout.Preview
-		if m.leaving || m.refused() || m.latest == nil || previewMode(settings) == schedulingv1alpha1.PreviewOff {
+		if m.leaving || m.refused() || m.latest == nil || preview.Mode(settings) == schedulingv1alpha1.PreviewOff {
 			continue
 		}
 		req, changed := r.memberPreview(s, proc, m, running[m.profile.Name])
 		if !changed {
 			continue
 		}
-		if m.preview = r.previews.ask(req, settings); m.preview.held() {
+		if m.preview = r.previews.Ask(req, settings); m.preview.Held() {
 			m.entry = running[m.profile.Name]
 		}
 	}
@@ -35,17 +37,17 @@ func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *pro
 
 // memberPreview is the preview of a member's change from its running entry (nil when it runs
 // none) to its latest; changed is false when the two render alike.
-func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *process, m *member, running *profile.Profile) (previewRequest, bool) {
+func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *process, m *member, running *profile.Profile) (preview.Request, bool) {
 	settings := processSettings(proc, r.settings)
 	next, err := profile.RenderProcess(settings, []profile.Profile{*m.latest})
 	if err != nil {
-		return previewRequest{}, false // validated alone already: not expected
+		return preview.Request{}, false // validated alone already: not expected
 	}
-	gates := gatesKey(proc.run.FeatureGates)
-	req := previewRequest{
-		name: m.profile.Name, scheduler: s.Name, schedulerNames: []string{m.schedulerName},
-		key:  previewKey{uid: m.profile.UID, to: next.Hash, toGates: gates, fromGates: gates},
-		next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.run.FeatureGates},
+	gates := preview.GatesKey(proc.run.FeatureGates)
+	req := preview.Request{
+		Name: m.profile.Name, Scheduler: s.Name, SchedulerNames: []string{m.schedulerName},
+		Key:  preview.Key{UID: m.profile.UID, To: next.Hash, ToGates: gates, FromGates: gates},
+		Next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.run.FeatureGates},
 	}
 	if running == nil {
 		return req, true
@@ -55,12 +57,12 @@ func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *pr
 		return req, true // previewed against nothing
 	}
 	if prev.Hash == next.Hash {
-		return previewRequest{}, false
+		return preview.Request{}, false
 	}
-	req.key.from = prev.Hash
-	req.running = &simulate.Profile{Name: prev.Hash, Config: prev.YAML, FeatureGates: proc.run.FeatureGates}
-	if !slices.Contains(req.schedulerNames, running.SchedulerName) {
-		req.schedulerNames = append(req.schedulerNames, running.SchedulerName)
+	req.Key.From = prev.Hash
+	req.Running = &simulate.Profile{Name: prev.Hash, Config: prev.YAML, FeatureGates: proc.run.FeatureGates}
+	if !slices.Contains(req.SchedulerNames, running.SchedulerName) {
+		req.SchedulerNames = append(req.SchedulerNames, running.SchedulerName)
 	}
 	return req, true
 }

@@ -2,7 +2,8 @@ package controllers
 
 import (
 	"testing"
-	"time"
+
+	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
@@ -65,7 +66,7 @@ func TestGatePreviews(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &processObjects{settings: settings{namespace: "ns"}, previews: newPreviewer(nil, PreviewOptions{})}
+			r := &processObjects{settings: settings{namespace: "ns"}, previews: preview.New(nil, PreviewOptions{})}
 			p, running := changed(tc.name)
 			p.Spec.Rollout.Preview.Mode = tc.mode
 			if tc.unchanged {
@@ -91,13 +92,13 @@ func TestGatePreviews(t *testing.T) {
 					t.Fatal("memberPreview found no change")
 				}
 				// Finished just now, on the cluster as it is: not yet due to be previewed again.
-				r.previews.latest[p.Name], r.previews.keys[p.Name] = &previewOutcome{decided: true, added: tc.added, finished: time.Now()}, req.key
+				r.previews.Finished(p.Name, req.Key, tc.added)
 			}
 
 			r.gatePreviews(s, proc, []*member{m, bystander}, runningEntries)
 
-			if m.preview.reason != tc.wantHeld {
-				t.Errorf("held for %q (%s), want %q", m.preview.reason, m.preview.message, tc.wantHeld)
+			if m.preview.Reason != tc.wantHeld {
+				t.Errorf("held for %q (%s), want %q", m.preview.Reason, m.preview.Message, tc.wantHeld)
 			}
 			switch {
 			case tc.wantHeld != "" && m.entry != running:
@@ -105,15 +106,16 @@ func TestGatePreviews(t *testing.T) {
 			case tc.wantHeld == "" && m.entry != latest:
 				t.Errorf("a member not held serves %v, want its latest entry", m.entry)
 			}
-			if asked := len(r.previews.queue) > 0; asked != tc.wantAsked {
-				t.Errorf("a preview asked for: %t, want %t (queue %+v)", asked, tc.wantAsked, r.previews.queue)
+			queued := r.previews.Queued()
+			if asked := len(queued) > 0; asked != tc.wantAsked {
+				t.Errorf("a preview asked for: %t, want %t (queue %+v)", asked, tc.wantAsked, queued)
 			}
-			for _, req := range r.previews.queue {
-				if req.name != p.Name || req.scheduler != s.Name || (req.key.from == "") != tc.new || req.key.from == req.key.to {
+			for _, req := range queued {
+				if req.Name != p.Name || req.Scheduler != s.Name || (req.Key.From == "") != tc.new || req.Key.From == req.Key.To {
 					t.Errorf("preview asked for %+v, want %s's change within Scheduler %s", req, p.Name, s.Name)
 				}
 			}
-			if bystander.preview.held() || bystander.entry != bystander.latest {
+			if bystander.preview.Held() || bystander.entry != bystander.latest {
 				t.Errorf("the member in Off mode was held: %+v", bystander.preview)
 			}
 		})

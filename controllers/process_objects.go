@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/preview"
+
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 
 	"golang.org/x/sync/errgroup"
@@ -47,7 +49,7 @@ type processObjects struct {
 	upgradeMaxInFlight int
 	// previews runs the previews of changes, the profiles' and the members'; nil runs none
 	// (the admission webhook's plans).
-	previews *previewer
+	previews *preview.Previewer
 	// memos are the operator's memos (newMemos), shared with the other processObjects built from
 	// the same one; nil remembers nothing.
 	memos *memos

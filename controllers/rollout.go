@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 )
 
 // Defaults of the rollout thresholds (RolloutThresholds), which the operator's flags can change.
@@ -278,8 +279,8 @@ func rolloutStateOf(ps schedulingv1alpha1.ProcessStatus) rolloutState {
 
 // writeTo records the rollout state in a status.
 func (st rolloutState) writeTo(ps *schedulingv1alpha1.ProcessStatus) {
-	ps.LastAvailableRevision, ps.FailedRevision, ps.RolloutFailure = st.lastAvailable, st.failed, bounded(st.cause, maxRolloutFailure)
-	ps.RollbackRefusal = bounded(st.rollbackRefused, maxRolloutFailure)
+	ps.LastAvailableRevision, ps.FailedRevision, ps.RolloutFailure = st.lastAvailable, st.failed, bound.String(st.cause, maxRolloutFailure)
+	ps.RollbackRefusal = bound.String(st.rollbackRefused, maxRolloutFailure)
 }
 
 // rolloutObservation is what one pass sees of the rollout of the Deployment's revision.

@@ -64,7 +64,7 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
 		// A finished preview decides a member's guarded change.
-		WatchesRawSource(r.previews.schedulerSource()).
+		WatchesRawSource(r.previews.SchedulerSource()).
 		Complete(r)
 }
 

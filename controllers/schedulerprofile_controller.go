@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/preview"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -109,7 +111,7 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The status counts the Namespaces assigned to the profile's scheduler name.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A finished preview decides a guarded change and goes into the status.
-		WatchesRawSource(r.previews.source()).
+		WatchesRawSource(r.previews.Source()).
 		// status.servedSchedulerName follows the scheduler pods' readiness.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.profilesOfSchedulerPod), builder.WithPredicates(servingChanged))
 	if r.stranded != nil {
@@ -217,7 +219,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		if apierrors.IsNotFound(err) {
 			// Its objects are garbage-collected through their owner references.
 			r.metrics.Forget(req.Name)
-			r.previews.forget(req.Name)
+			r.previews.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -308,7 +310,7 @@ type observation struct {
 	assigned schedulingv1alpha1.AssignedNamespaces
 	// preview holds a change back for its preview (spec.rollout.preview), and previewed is the
 	// latest preview that finished, nil when none did since the operator started.
-	preview   previewGate
+	preview   preview.Gate
 	previewed *schedulingv1alpha1.PreviewStatus
 }
 
@@ -331,7 +333,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	proc := dedicatedProcess(p, obs.schedulerName)
 	obs.process = proc
-	obs.previewed = r.previews.status(p.Name)
+	obs.previewed = r.previews.Status(p.Name)
 	st := rolloutStateOf(p.Status.ProcessStatus)
 	obs.rollout = st
 	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
@@ -372,7 +374,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.preview, err = r.preview(ctx, p, proc, cfg, obs.deployment); err != nil {
 		return obs, err
 	}
-	if obs.preview.held() {
+	if obs.preview.Held() {
 		// The held change does not roll out, but an operator upgrade moves what runs.
 		obs.deployment, obs.rollout, err = r.runHeld(ctx, proc, obs.deployment, st)
 		return obs, err
@@ -447,7 +449,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	proc := sharedProcess(s)
 	obs.process = proc
-	obs.previewed = r.previews.status(p.Name)
+	obs.previewed = r.previews.Status(p.Name)
 	// The Scheduler's rollouts are the member's: its status shows them.
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
@@ -499,7 +501,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	obs.config = pl.config
 	// A change its preview holds back is not applied: the Scheduler serves the running entry.
-	if obs.preview = m.preview; obs.preview.held() {
+	if obs.preview = m.preview; obs.preview.Held() {
 		return nil
 	}
 	// While the upgrade wave keeps the Scheduler on the legacy lease, it runs the configuration

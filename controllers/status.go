@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -55,7 +55,7 @@ func setConditionOn(conds *[]metav1.Condition, generation int64, typ string, sta
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
-		Message:            bounded(message, maxConditionMessage),
+		Message:            bound.String(message, maxConditionMessage),
 		ObservedGeneration: generation,
 	})
 }
@@ -247,23 +247,6 @@ const (
 	maxConditionMessage = 32768
 	maxRolloutFailure   = 4096
 )
-
-// truncatedMark ends a string that bounded cut.
-const truncatedMark = " ... (truncated)"
-
-// bounded returns s cut to at most limit bytes, at a rune boundary, ending with truncatedMark
-// when cut. The apiserver counts a string's length in characters, which are never more than its
-// bytes, so a string within limit bytes is within limit characters.
-func bounded(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit - len(truncatedMark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + truncatedMark
-}
 
 // staleWriteRetry is how soon a pass whose status write met a newer object runs again.
 const staleWriteRetry = 200 * time.Millisecond

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -174,9 +175,9 @@ func TestBounded(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := bounded(tc.in, tc.limit)
+			got := bound.String(tc.in, tc.limit)
 			if got != tc.want || len(got) > tc.limit || !utf8.ValidString(got) {
-				t.Errorf("bounded(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
+				t.Errorf("bound.String(%q, %d) = %q, want %q", tc.in, tc.limit, got, tc.want)
 			}
 		})
 	}

@@ -31,7 +31,7 @@
 //
 // A CPU time limit is a budget, not a measure of the simulation: it counts the CPU time of the
 // whole process while the simulation runs (getrusage). The operator runs its previews in a worker
-// process of their own (controllers/preview_worker.go), where that is the simulations' alone.
+// process of their own (controllers/preview/preview_worker.go), where that is the simulations' alone.
 // Per-thread time would miss the work the scheduler does on its other goroutines. Unlike wall-clock time, it does not grow while
 // the process waits for a core, so a busy machine does not make a simulation stop earlier.
 //

@@ -1,4 +1,4 @@
-package controllers
+package preview
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func workerCluster(schedulerName string) []runtime.Object {
 
 // workerRequest is the preview of a change from the default profile "team" to one that keeps its
 // pods to the nodes of pool b.
-func workerRequest(t *testing.T) previewRequest {
+func workerRequest(t *testing.T) Request {
 	t.Helper()
 	render := func(p *schedulingv1alpha1.SchedulerProfile) *profile.Config {
 		cfg, err := profile.Render(p, profile.Settings{Namespace: "ns"})
@@ -66,10 +66,10 @@ func workerRequest(t *testing.T) previewRequest {
 	changed := testutil.MakeProfile("team").PluginConfig("NodePool", `{"nodeSelector":{"matchLabels":{"pool":"b"}}}`).Obj()
 	changed.Spec.Plugins = &schedulingv1alpha1.Plugins{MultiPoint: schedulingv1alpha1.PluginSet{Enabled: []schedulingv1alpha1.Plugin{{Name: "NodePool"}}}}
 	next := render(changed)
-	return previewRequest{
-		name: "team", key: previewKey{uid: "u", from: running.Hash, to: next.Hash}, schedulerNames: []string{running.SchedulerName},
-		running: &simulate.Profile{Name: running.Hash, Config: running.YAML},
-		next:    simulate.Profile{Name: next.Hash, Config: next.YAML},
+	return Request{
+		Name: "team", Key: Key{UID: "u", From: running.Hash, To: next.Hash}, SchedulerNames: []string{running.SchedulerName},
+		Running: &simulate.Profile{Name: running.Hash, Config: running.YAML},
+		Next:    simulate.Profile{Name: next.Hash, Config: next.YAML},
 	}
 }
 
@@ -79,8 +79,8 @@ func workerRequest(t *testing.T) previewRequest {
 // PreviewProfile in the operator's process, and this test does not compile (no runWorker).
 func TestPreviewWorkerMatchesInProcess(t *testing.T) {
 	req := workerRequest(t)
-	client := fake.NewClientset(workerCluster(req.schedulerNames[0])...)
-	pv := newPreviewer(client, PreviewOptions{})
+	client := fake.NewClientset(workerCluster(req.SchedulerNames[0])...)
+	pv := New(client, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	got, err := pv.runWorker(ctx, req)
@@ -91,7 +91,7 @@ func TestPreviewWorkerMatchesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := simulate.PreviewProfile(ctx, cluster, req.schedulerNames, req.running, req.next, pv.opts.MaxPods, simulate.Options{})
+	want, err := simulate.PreviewProfile(ctx, cluster, req.SchedulerNames, req.Running, req.Next, pv.opts.MaxPods, simulate.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,18 +110,18 @@ func TestPreviewWorkerMatchesInProcess(t *testing.T) {
 func TestPreviewWorkerBudgets(t *testing.T) {
 	tests := []struct {
 		name           string
-		opts           PreviewOptions
+		opts           Options
 		wantIncomplete string
 		wantFlag       string
 	}{
 		{
 			// No Go process runs in 1Mi of resident memory: the worker is past it at its first poll.
-			name: "memory", opts: PreviewOptions{MemoryLimit: 1 << 20},
+			name: "memory", opts: Options{MemoryLimit: 1 << 20},
 			wantIncomplete: "the preview ran out of its memory budget of 1Mi (--preview-memory-limit); nothing was decided",
 			wantFlag:       memoryLimitFlag,
 		},
 		{
-			name: "objects", opts: PreviewOptions{MaxObjects: 5},
+			name: "objects", opts: Options{MaxObjects: 5},
 			wantIncomplete: "the preview ran out of its object budget of 5 objects (--preview-max-objects): the cluster has more of the kinds scheduling reads; nothing was decided",
 			wantFlag:       maxObjectsFlag,
 		},
@@ -129,7 +129,7 @@ func TestPreviewWorkerBudgets(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := workerRequest(t)
-			pv := newPreviewer(fake.NewClientset(workerCluster(req.schedulerNames[0])...), tt.opts)
+			pv := New(fake.NewClientset(workerCluster(req.SchedulerNames[0])...), tt.opts)
 			o, keep := pv.run(context.Background(), req)
 			if !keep {
 				t.Fatal("the preview was not kept")
@@ -140,12 +140,12 @@ func TestPreviewWorkerBudgets(t *testing.T) {
 			if diff := cmp.Diff(tt.wantIncomplete, o.status.Incomplete); diff != "" {
 				t.Errorf("status.preview.incomplete (-want +got):\n%s", diff)
 			}
-			g := decidePreview(schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard}, o)
-			if g.reason != schedulingv1alpha1.ReasonPreviewRefused || !strings.Contains(g.message, "have the operator's "+tt.wantFlag+" raised") {
+			g := decide(schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard}, o)
+			if g.Reason != schedulingv1alpha1.ReasonPreviewRefused || !strings.Contains(g.Message, "have the operator's "+tt.wantFlag+" raised") {
 				t.Errorf("Guard: %+v, want a refusal that names %s", g, tt.wantFlag)
 			}
-			if !strings.HasPrefix(previewSummary(o.status), "The preview of configuration "+req.key.to+" is incomplete: "+tt.wantIncomplete) {
-				t.Errorf("event %q, want it to report the incomplete preview", previewSummary(o.status))
+			if !strings.HasPrefix(Summary(o.status), "The preview of configuration "+req.Key.To+" is incomplete: "+tt.wantIncomplete) {
+				t.Errorf("event %q, want it to report the incomplete preview", Summary(o.status))
 			}
 		})
 	}
@@ -157,7 +157,7 @@ func TestPreviewWorkerBudgets(t *testing.T) {
 // no worker to find, and this test fails at finding it.
 func TestPreviewWorkerCancelled(t *testing.T) {
 	req := workerRequest(t)
-	client := fake.NewClientset(workerCluster(req.schedulerNames[0])...)
+	client := fake.NewClientset(workerCluster(req.SchedulerNames[0])...)
 	listing, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	client.PrependReactor("list", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -165,7 +165,7 @@ func TestPreviewWorkerCancelled(t *testing.T) {
 		<-release
 		return false, nil, nil
 	})
-	pv := newPreviewer(client, PreviewOptions{})
+	pv := New(client, Options{})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan bool)
 	go func() {
@@ -221,7 +221,7 @@ func previewWorkers(t *testing.T) []int {
 		// The fields after the command's closing parenthesis: state, then the parent's pid.
 		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if len(fields) > 1 && fields[1] == self && strings.Contains(string(cmdline), PreviewWorkerCommand) {
+		if len(fields) > 1 && fields[1] == self && strings.Contains(string(cmdline), WorkerCommand) {
 			pids = append(pids, pid)
 		}
 	}
@@ -264,7 +264,7 @@ func TestWorkerLastLine(t *testing.T) {
 func TestPreviewWorkerCrash(t *testing.T) {
 	t.Setenv(crashWorkerEnv, "1")
 	req := workerRequest(t)
-	pv := newPreviewer(fake.NewClientset(workerCluster(req.schedulerNames[0])...), PreviewOptions{})
+	pv := New(fake.NewClientset(workerCluster(req.SchedulerNames[0])...), Options{})
 	o, keep := pv.run(context.Background(), req)
 	if !keep || o.decided {
 		t.Fatalf("kept %t, decided %t: want a kept, undecided preview", keep, o.decided)
@@ -288,7 +288,7 @@ func TestRunPreviewWorkerBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr strings.Builder
-			code := RunPreviewWorker(strings.NewReader(tt.stdin), &stdout, &stderr)
+			code := RunWorker(strings.NewReader(tt.stdin), &stdout, &stderr)
 			if code != 1 || stdout.Len() != 0 || !strings.HasPrefix(stderr.String(), tt.wantStderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, and stderr beginning %q", code, stdout.String(), stderr.String(), tt.wantStderr)
 			}
@@ -304,11 +304,11 @@ func TestRunPreviewWorkerBadInput(t *testing.T) {
 // for a running preview.
 func TestPreviewWorkerHoldsNoGateLock(t *testing.T) {
 	req := workerRequest(t)
-	req.next.FeatureGates = map[string]bool{"GenericWorkload": true}
-	pv := newPreviewer(fake.NewClientset(workerCluster(req.schedulerNames[0])...), PreviewOptions{})
-	var o *previewOutcome
+	req.Next.FeatureGates = map[string]bool{"GenericWorkload": true}
+	pv := New(fake.NewClientset(workerCluster(req.SchedulerNames[0])...), Options{})
+	var o *outcome
 	err := profile.WithGates(map[string]bool{"GenericWorkload": false}, func() {
-		done := make(chan *previewOutcome, 1)
+		done := make(chan *outcome, 1)
 		go func() {
 			out, _ := pv.run(context.Background(), req)
 			done <- out

@@ -1,4 +1,4 @@
-package controllers
+package preview
 
 import (
 	"bufio"
@@ -31,15 +31,15 @@ import (
 // simulation builds a scheduler on a copy of the cluster, which takes memory in proportion to the
 // cluster, and sets the process-wide feature gates of the profile (profile.WithGates) for its
 // whole run. In a process of its own, its memory is bounded and measured apart from the operator's
-// (the operator kills it past PreviewOptions.MemoryLimit, and the kernel's OOM killer takes it
+// (the operator kills it past Options.MemoryLimit, and the kernel's OOM killer takes it
 // first), its CPU time is its own, and its feature gates hold no lock that the operator's
 // validations wait on. The operator streams the snapshot to the worker's stdin page by page as it
 // reads it, and never holds the whole cluster.
 
-// PreviewWorkerCommand is the hidden subcommand of the manager binary that runs a preview worker
-// (RunPreviewWorker). The operator starts its own executable with it; the test binaries that run
-// previews dispatch to RunPreviewWorker from their TestMain when it is their first argument.
-const PreviewWorkerCommand = "preview-worker"
+// WorkerCommand is the hidden subcommand of the manager binary that runs a preview worker
+// (RunWorker). The operator starts its own executable with it; the test binaries that run
+// previews dispatch to RunWorker from their TestMain when it is their first argument.
+const WorkerCommand = "preview-worker"
 
 // memoryPoll is how often the operator reads a preview worker's resident memory.
 const memoryPoll = 50 * time.Millisecond
@@ -81,11 +81,11 @@ type previewBudgetError struct {
 
 func (e *previewBudgetError) Error() string { return e.incomplete }
 
-// RunPreviewWorker is a preview worker: it reads a request and a snapshot from stdin, previews the
+// RunWorker is a preview worker: it reads a request and a snapshot from stdin, previews the
 // change (simulate.PreviewProfile), writes the result as JSON to stdout and returns the exit
 // code. An error that it can say is a result; what it cannot (its input does not decode) goes to
 // stderr, last line last, with exit code 1.
-func RunPreviewWorker(stdin io.Reader, stdout, stderr io.Writer) int {
+func RunWorker(stdin io.Reader, stdout, stderr io.Writer) int {
 	// The scheduler logs through klog: its lines are not the worker's output, and its stderr is
 	// the operator's reason when it fails.
 	klog.SetLogger(logr.Discard())
@@ -183,14 +183,14 @@ type previewWorker struct {
 // it reads from the cluster, page by page, bounded by opts.MaxObjects, and watches its memory
 // against opts.MemoryLimit until it ends. ctx ending kills the worker. The error is a
 // *previewBudgetError when the worker ran out of a budget of its own.
-func (pv *previewer) runWorker(ctx context.Context, req previewRequest) (*simulate.ProfilePreview, error) {
+func (pv *Previewer) runWorker(ctx context.Context, req Request) (*simulate.ProfilePreview, error) {
 	deadline, _ := ctx.Deadline()
 	w, err := startPreviewWorker(ctx, pv.opts.MemoryLimit)
 	if err != nil {
 		return nil, err
 	}
 	streamErr := w.stream(ctx, pv, previewWorkerRequest{
-		SchedulerNames: req.schedulerNames, Running: req.running, Next: req.next,
+		SchedulerNames: req.SchedulerNames, Running: req.Running, Next: req.Next,
 		MaxPods: pv.opts.MaxPods, CPULimit: pv.opts.CPULimit, Deadline: deadline, MemoryLimit: pv.opts.MemoryLimit,
 	})
 	if streamErr != nil {
@@ -198,7 +198,7 @@ func (pv *previewer) runWorker(ctx context.Context, req previewRequest) (*simula
 		_ = w.cmd.Process.Kill()
 	}
 	waitErr := w.wait()
-	log.FromContext(ctx).V(1).Info("The preview worker ended", "SchedulerProfile", req.name, "peakRSS", w.peakRSS.Load())
+	log.FromContext(ctx).V(1).Info("The preview worker ended", "SchedulerProfile", req.Name, "peakRSS", w.peakRSS.Load())
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
@@ -224,7 +224,7 @@ func startPreviewWorker(ctx context.Context, limit int64) (*previewWorker, error
 		return nil, fmt.Errorf("finding the operator's executable for the preview worker: %w", err)
 	}
 	w := &previewWorker{done: make(chan struct{}), limit: limit}
-	w.cmd = exec.CommandContext(ctx, self, PreviewWorkerCommand)
+	w.cmd = exec.CommandContext(ctx, self, WorkerCommand)
 	w.cmd.Stdout, w.cmd.Stderr = &w.stdout, &w.stderr
 	w.cmd.SysProcAttr = workerSysProcAttr()
 	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
@@ -270,7 +270,7 @@ func (w *previewWorker) watchMemory(pid int) {
 // stream writes the request and then the snapshot to the worker's stdin, and closes it. It stops
 // at the first error: the cluster's, too many objects (a *previewBudgetError), or errWorkerInput
 // when the worker no longer reads.
-func (w *previewWorker) stream(ctx context.Context, pv *previewer, req previewWorkerRequest) error {
+func (w *previewWorker) stream(ctx context.Context, pv *Previewer, req previewWorkerRequest) error {
 	out := bufio.NewWriterSize(w.stdin, 1<<16)
 	enc := json.NewEncoder(out)
 	if err := enc.Encode(req); err != nil {

@@ -1,4 +1,4 @@
-package controllers
+package preview
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 )
 
 func TestNewPreviewOutcome(t *testing.T) {
-	key := previewKey{from: "aaa", to: "bbb"}
+	key := Key{From: "aaa", To: "bbb"}
 	res := &simulate.ProfilePreview{Total: 6, Preview: &simulate.Preview{
 		Pods:    4,
 		Moved:   []simulate.Move{{Pod: "ns/a"}, {Pod: "ns/b"}, {Pod: "ns/x"}},
@@ -30,8 +30,8 @@ func TestNewPreviewOutcome(t *testing.T) {
 		},
 	}}
 	start := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.Local)
-	opts := PreviewOptions{MaxPods: 4}.withDefaults()
-	o := newPreviewOutcome(key, res, nil, false, opts, start, 1500*time.Millisecond)
+	opts := Options{MaxPods: 4}.withDefaults()
+	o := newOutcome(key, res, nil, false, opts, start, 1500*time.Millisecond)
 	want := schedulingv1alpha1.PreviewStatus{
 		StartTime:            metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)),
 		DurationMilliseconds: 1500,
@@ -65,8 +65,8 @@ func TestNewPreviewOutcome(t *testing.T) {
 // TestNewPreviewOutcomeUndecided: a preview that a budget cut short, or that failed, decides
 // nothing; its status says which budget ran out, with its flag, and so does its event.
 func TestNewPreviewOutcomeUndecided(t *testing.T) {
-	key := previewKey{from: "aaa", to: "bbb"}
-	opts := PreviewOptions{}.withDefaults()
+	key := Key{From: "aaa", To: "bbb"}
+	opts := Options{}.withDefaults()
 	stopped := func(running, next simulate.RevisionOutcome) *simulate.ProfilePreview {
 		return &simulate.ProfilePreview{Total: 4, Preview: &simulate.Preview{Pods: 2, Running: &running, New: next}}
 	}
@@ -119,12 +119,12 @@ func TestNewPreviewOutcomeUndecided(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := newPreviewOutcome(key, tt.res, tt.err, tt.timedOut, opts, time.Now(), time.Second)
+			o := newOutcome(key, tt.res, tt.err, tt.timedOut, opts, time.Now(), time.Second)
 			if o.decided || o.spent != tt.wantSpent || o.status.Incomplete != tt.wantIncomplete || o.status.Failure != tt.wantFailure {
 				t.Errorf("decided %t, spent %q, incomplete %q, failure %q; want undecided, spent %q, incomplete %q, failure %q",
 					o.decided, o.spent, o.status.Incomplete, o.status.Failure, tt.wantSpent, tt.wantIncomplete, tt.wantFailure)
 			}
-			if got := previewSummary(o.status); !strings.HasPrefix(got, tt.wantSummary) {
+			if got := Summary(o.status); !strings.HasPrefix(got, tt.wantSummary) {
 				t.Errorf("event %q, want it to begin %q", got, tt.wantSummary)
 			}
 		})
@@ -132,8 +132,8 @@ func TestNewPreviewOutcomeUndecided(t *testing.T) {
 }
 
 func TestDecidePreview(t *testing.T) {
-	outcome := func(added int, from string) *previewOutcome {
-		return &previewOutcome{decided: true, added: added, status: schedulingv1alpha1.PreviewStatus{
+	decided := func(added int, from string) *outcome {
+		return &outcome{decided: true, added: added, status: schedulingv1alpha1.PreviewStatus{
 			Pods: 5, From: schedulingv1alpha1.PreviewRun{ConfigHash: from},
 			NewlyUnschedulable: []schedulingv1alpha1.PreviewPod{{Pod: "ns/a", Reason: "0/3 nodes are available: 3 node(s) are outside the scheduler's node pool."}},
 		}}
@@ -144,34 +144,34 @@ func TestDecidePreview(t *testing.T) {
 	tests := []struct {
 		name       string
 		settings   schedulingv1alpha1.PreviewSettings
-		outcome    *previewOutcome
+		outcome    *outcome
 		wantReason string
 		wantIn     []string
 	}{
-		{name: "default mode is Report: never held", outcome: outcome(5, "aaa")},
+		{name: "default mode is Report: never held", outcome: decided(5, "aaa")},
 		{name: "Report while the preview runs", settings: schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewReport}},
-		{name: "Off", settings: schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewOff}, outcome: outcome(5, "aaa")},
+		{name: "Off", settings: schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewOff}, outcome: decided(5, "aaa")},
 		{name: "Guard waits for the preview", settings: guard(nil), wantReason: schedulingv1alpha1.ReasonPreviewRunning},
-		{name: "Guard rolls a change that strands nothing", settings: guard(nil), outcome: outcome(0, "aaa")},
-		{name: "Guard rolls a change that leaves fewer unschedulable", settings: guard(nil), outcome: outcome(-2, "aaa")},
+		{name: "Guard rolls a change that strands nothing", settings: guard(nil), outcome: decided(0, "aaa")},
+		{name: "Guard rolls a change that leaves fewer unschedulable", settings: guard(nil), outcome: decided(-2, "aaa")},
 		{
-			name: "Guard refuses one more than allowed", settings: guard(nil), outcome: outcome(1, "aaa"),
+			name: "Guard refuses one more than allowed", settings: guard(nil), outcome: decided(1, "aaa"),
 			wantReason: schedulingv1alpha1.ReasonPreviewRefused,
 			wantIn:     []string{"1 more of the profile's 5 pods", "than the running configuration", "maxNewlyUnschedulable 0", "ns/a (0/3 nodes are available: 3 node(s) are outside the scheduler's node pool.)"},
 		},
-		{name: "Guard allows up to maxNewlyUnschedulable", settings: guard(ptr.To[int32](2)), outcome: outcome(2, "aaa")},
+		{name: "Guard allows up to maxNewlyUnschedulable", settings: guard(ptr.To[int32](2)), outcome: decided(2, "aaa")},
 		{
-			name: "a new profile is guarded on its own count", settings: guard(ptr.To[int32](2)), outcome: outcome(3, ""),
+			name: "a new profile is guarded on its own count", settings: guard(ptr.To[int32](2)), outcome: decided(3, ""),
 			wantReason: schedulingv1alpha1.ReasonPreviewRefused, wantIn: []string{"while no scheduler runs them", "maxNewlyUnschedulable 2"},
 		},
 		{
 			name: "Guard refuses what the preview could not decide in time", settings: guard(nil),
-			outcome:    &previewOutcome{spent: timeoutFlag, status: schedulingv1alpha1.PreviewStatus{Incomplete: outOfTime + " of 2m0s (--preview-timeout); nothing was decided"}},
+			outcome:    &outcome{spent: timeoutFlag, status: schedulingv1alpha1.PreviewStatus{Incomplete: outOfTime + " of 2m0s (--preview-timeout); nothing was decided"}},
 			wantReason: schedulingv1alpha1.ReasonPreviewRefused, wantIn: []string{outOfTime, "set spec.rollout.preview.mode to Report to roll it out, or have the operator's --preview-timeout raised"},
 		},
 		{
 			name: "Guard refuses what the preview could not decide within its CPU time", settings: guard(nil),
-			outcome: &previewOutcome{spent: cpuLimitFlag, status: schedulingv1alpha1.PreviewStatus{
+			outcome: &outcome{spent: cpuLimitFlag, status: schedulingv1alpha1.PreviewStatus{
 				Incomplete: outOfCPU + " of 1m0s (--preview-cpu-limit) for its simulations; nothing was decided: the simulation stopped",
 			}},
 			wantReason: schedulingv1alpha1.ReasonPreviewRefused,
@@ -180,13 +180,13 @@ func TestDecidePreview(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := decidePreview(tt.settings, tt.outcome)
-			if g.reason != tt.wantReason {
-				t.Fatalf("reason %q, want %q (message %q)", g.reason, tt.wantReason, g.message)
+			g := decide(tt.settings, tt.outcome)
+			if g.Reason != tt.wantReason {
+				t.Fatalf("reason %q, want %q (message %q)", g.Reason, tt.wantReason, g.Message)
 			}
 			for _, s := range tt.wantIn {
-				if !strings.Contains(g.message, s) {
-					t.Errorf("message %q does not say %q", g.message, s)
+				if !strings.Contains(g.Message, s) {
+					t.Errorf("message %q does not say %q", g.Message, s)
 				}
 			}
 		})
@@ -196,15 +196,15 @@ func TestDecidePreview(t *testing.T) {
 // TestPreviewerSupersedes: a newer change of a profile replaces its waiting preview, one
 // preview runs at a time, and a finished one is not run again.
 func TestPreviewerSupersedes(t *testing.T) {
-	pv := newPreviewer(nil, PreviewOptions{})
-	req := func(name, to string) previewRequest {
-		return previewRequest{name: name, key: previewKey{uid: types.UID("u-" + name), to: to}}
+	pv := New(nil, Options{})
+	req := func(name, to string) Request {
+		return Request{Name: name, Key: Key{UID: types.UID("u-" + name), To: to}}
 	}
 	pv.request(req("a", "1"))
 	pv.request(req("b", "1"))
 	pv.request(req("a", "2"))
 	got, runCtx, ok := pv.next(context.Background())
-	if !ok || got.key.to != "2" || got.name != "a" {
+	if !ok || got.Key.To != "2" || got.Name != "a" {
 		t.Fatalf("first preview %+v, want a's newer change 2", got)
 	}
 	// While a's preview runs, a newer change cancels it.
@@ -215,16 +215,16 @@ func TestPreviewerSupersedes(t *testing.T) {
 		t.Fatal("the running preview of a was not cancelled by a's newer change")
 	}
 	pv.finish(got, nil, false)
-	if o := pv.outcome(got.key, "a"); o != nil {
+	if o := pv.outcome(got.Key, "a"); o != nil {
 		t.Errorf("a cancelled preview left an outcome: %+v", o)
 	}
 	next, _, _ := pv.next(context.Background())
-	if next.name != "b" {
+	if next.Name != "b" {
 		t.Errorf("second preview %+v, want b's", next)
 	}
-	pv.finish(next, &previewOutcome{decided: true}, true)
+	pv.finish(next, &outcome{decided: true}, true)
 	pv.request(req("b", "1"))
-	if third, _, _ := pv.next(context.Background()); third.name != "a" || third.key.to != "3" {
+	if third, _, _ := pv.next(context.Background()); third.Name != "a" || third.Key.To != "3" {
 		t.Errorf("third preview %+v, want a's change 3 (b's finished is not run again)", third)
 	}
 }
@@ -234,17 +234,17 @@ func TestPreviewerSupersedes(t *testing.T) {
 // is not.
 func TestPreviewerRetriesAFailure(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pv := newPreviewer(nil, PreviewOptions{})
+	pv := New(nil, Options{})
 	pv.now = func() time.Time { return now }
-	req := previewRequest{name: "a", key: previewKey{uid: "u", to: "1"}}
+	req := Request{Name: "a", Key: Key{UID: "u", To: "1"}}
 	pv.request(req)
 	got, _, _ := pv.next(context.Background())
-	pv.finish(got, &previewOutcome{status: schedulingv1alpha1.PreviewStatus{Failure: "listing Nodes: connection refused"}}, true)
-	o := pv.outcome(req.key, "a")
+	pv.finish(got, &outcome{status: schedulingv1alpha1.PreviewStatus{Failure: "listing Nodes: connection refused"}}, true)
+	o := pv.outcome(req.Key, "a")
 	if o == nil || o.retryDue(now) {
 		t.Fatalf("outcome %+v: want the failure kept, not yet due for a retry", o)
 	}
-	if g := decidePreview(schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard}, o); g.reason != schedulingv1alpha1.ReasonPreviewRefused || !strings.Contains(g.message, "connection refused") {
+	if g := decide(schedulingv1alpha1.PreviewSettings{Mode: schedulingv1alpha1.PreviewGuard}, o); g.Reason != schedulingv1alpha1.ReasonPreviewRefused || !strings.Contains(g.Message, "connection refused") {
 		t.Errorf("Guard on a failed preview: %+v", g)
 	}
 	pv.request(req)
@@ -254,10 +254,10 @@ func TestPreviewerRetriesAFailure(t *testing.T) {
 	now = now.Add(previewRetry)
 	pv.request(req)
 	again, _, ok := pv.next(context.Background())
-	if !ok || again.key != req.key {
+	if !ok || again.Key != req.Key {
 		t.Fatalf("after the retry delay the preview did not run again: %+v, %t", again, ok)
 	}
-	pv.finish(again, &previewOutcome{decided: true}, true)
+	pv.finish(again, &outcome{decided: true}, true)
 	now = now.Add(10 * previewRetry)
 	pv.request(req)
 	if _, _, ok := pv.next(context.Background()); ok {
@@ -272,22 +272,22 @@ func TestPreviewerRetriesAFailure(t *testing.T) {
 // refreshed, a refused change stayed refused for good, whatever nodes came.
 func TestPreviewerRefreshesAHeldChange(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pv := newPreviewer(nil, PreviewOptions{RefreshInterval: time.Minute})
+	pv := New(nil, Options{RefreshInterval: time.Minute})
 	pv.now = func() time.Time { return now }
-	refused := previewRequest{name: "a", key: previewKey{uid: "ua", to: "1"}}
-	passed := previewRequest{name: "b", key: previewKey{uid: "ub", to: "1"}}
-	run := func(req previewRequest, o *previewOutcome) {
+	refused := Request{Name: "a", Key: Key{UID: "ua", To: "1"}}
+	passed := Request{Name: "b", Key: Key{UID: "ub", To: "1"}}
+	run := func(req Request, o *outcome) {
 		t.Helper()
 		pv.request(req)
 		got, _, ok := pv.next(context.Background())
-		if !ok || got.name != req.name {
-			t.Fatalf("preview %+v, %t: want %s's", got, ok, req.name)
+		if !ok || got.Name != req.Name {
+			t.Fatalf("preview %+v, %t: want %s's", got, ok, req.Name)
 		}
 		pv.finish(got, o, true)
 	}
 	previewedAgain := func() []string {
 		var names []string
-		for _, req := range []previewRequest{refused, passed} {
+		for _, req := range []Request{refused, passed} {
 			pv.request(req)
 		}
 		for {
@@ -295,12 +295,12 @@ func TestPreviewerRefreshesAHeldChange(t *testing.T) {
 			if !ok {
 				return names
 			}
-			names = append(names, got.name)
-			pv.finish(got, pv.latest[got.name], true)
+			names = append(names, got.Name)
+			pv.finish(got, pv.latest[got.Name], true)
 		}
 	}
-	run(refused, &previewOutcome{decided: true, added: 3})
-	run(passed, &previewOutcome{decided: true})
+	run(refused, &outcome{decided: true, added: 3})
+	run(passed, &outcome{decided: true})
 
 	now = now.Add(2 * time.Minute)
 	if got := previewedAgain(); len(got) != 0 {
@@ -309,7 +309,7 @@ func TestPreviewerRefreshesAHeldChange(t *testing.T) {
 	finished := now
 	pv.latest["a"].finished = finished
 	now = finished.Add(30 * time.Second)
-	pv.clusterChanged()
+	pv.ClusterChanged()
 	if got := previewedAgain(); len(got) != 0 {
 		t.Errorf("previewed again within the interval after a change: %v", got)
 	}

@@ -1,4 +1,9 @@
-package controllers
+// Package preview runs the previews of profiles' changes (spec.rollout.preview): one at a time, in a
+// worker process of its own with CPU, memory, object and time budgets, outside the reconcilers'
+// passes; it keeps the latest outcome of each profile and decides whether a Guard holds
+// a change. The reconcilers ask (Ask) and read outcomes (Status); the operator's binary runs the
+// worker (RunWorker) when started as WorkerCommand.
+package preview
 
 import (
 	"context"
@@ -12,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -23,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
-	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // A preview reads what scheduling reads of the whole cluster, page by page, from the apiserver:
@@ -35,35 +39,35 @@ import (
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses;podgroups,verbs=list
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=list
 
-// Defaults of the bounds of a preview (PreviewOptions), which the operator's flags can change.
+// Defaults of the bounds of a preview (Options), which the operator's flags can change.
 const (
-	// DefaultPreviewMaxPods is how many of a profile's pods a preview simulates: the first in
+	// DefaultMaxPods is how many of a profile's pods a preview simulates: the first in
 	// queue order. 2,000 pods on 1,000 nodes take seconds of one core per configuration.
-	DefaultPreviewMaxPods = 2000
-	// DefaultPreviewCPULimit is the CPU time that the two simulations of one preview may use
+	DefaultMaxPods = 2000
+	// DefaultCPULimit is the CPU time that the two simulations of one preview may use
 	// together, counted on the preview's worker process (preview_worker.go). Both
-	// configurations of a preview of DefaultPreviewMaxPods pods on 1,000 nodes running 3,000
+	// configurations of a preview of DefaultMaxPods pods on 1,000 nodes running 3,000
 	// other pods took 8 to 13 s of CPU time (plain Deployments, or with spread constraints and
 	// anti-affinity): a minute leaves five times that for bigger clusters and costlier plugins.
-	DefaultPreviewCPULimit = time.Minute
-	// DefaultPreviewTimeout is how long one preview, the read of the cluster and both
+	DefaultCPULimit = time.Minute
+	// DefaultTimeout is how long one preview, the read of the cluster and both
 	// simulations, may take before it is given up. It is a safety bound, for a simulation that
 	// waits on what never comes and so uses no CPU time: a simulation runs on about one core,
 	// so a preview that spends its whole CPU time budget reaches this first only when its
 	// worker gets less than a fifth of a core.
-	DefaultPreviewTimeout = 5 * time.Minute
-	// DefaultPreviewMemoryLimit is the memory budget of a preview's worker process: the
-	// resident memory past which the operator kills it. A preview of DefaultPreviewMaxPods pods
+	DefaultTimeout = 5 * time.Minute
+	// DefaultMemoryLimit is the memory budget of a preview's worker process: the
+	// resident memory past which the operator kills it. A preview of DefaultMaxPods pods
 	// on 1,000 nodes peaked at about 310 MiB in its worker; with 8,000 more pods of other
 	// schedulers bound to the nodes, at 490 to 510 MiB (hack/bench --run preview).
-	DefaultPreviewMemoryLimit = 512 << 20
-	// DefaultPreviewMaxObjects is how many objects of the kinds scheduling reads a preview sends
+	DefaultMemoryLimit = 512 << 20
+	// DefaultMaxObjects is how many objects of the kinds scheduling reads a preview sends
 	// its worker before it gives up: the worker holds each object several times (the snapshot,
 	// the fake apiserver, the scheduler's informers and cache), so that a cluster of more
-	// objects than the 11,000 of the measure above would not fit DefaultPreviewMemoryLimit.
+	// objects than the 11,000 of the measure above would not fit DefaultMemoryLimit.
 	// Past it the preview ends at once, where the memory budget would end it only after reading
 	// the whole cluster; a cluster of 5,000 nodes and 50,000 pods (a worker of 3.1 GiB) ends here.
-	DefaultPreviewMaxObjects = 10000
+	DefaultMaxObjects = 10000
 )
 
 // Beginnings of status.preview.incomplete of a preview that ran out of a budget.
@@ -87,62 +91,59 @@ const (
 // maxPreviewPods is how many newly unschedulable pods status.preview and a refusal name.
 const maxPreviewPods = 3
 
-// eventReasonPreview is the reason of the event that sums a preview up.
-const eventReasonPreview = "Preview"
-
-// PreviewOptions bound the previews of changes; zero fields take the defaults.
-type PreviewOptions struct {
-	// MaxPods caps the pods a preview simulates (DefaultPreviewMaxPods).
+// Options bound the previews of changes; zero fields take the defaults.
+type Options struct {
+	// MaxPods caps the pods a preview simulates (DefaultMaxPods).
 	MaxPods int
-	// Timeout is a preview's time budget (DefaultPreviewTimeout).
+	// Timeout is a preview's time budget (DefaultTimeout).
 	Timeout time.Duration
 	// CPULimit is the CPU time budget of a preview's two simulations together
-	// (DefaultPreviewCPULimit), counted on the preview's worker process.
+	// (DefaultCPULimit), counted on the preview's worker process.
 	CPULimit time.Duration
 	// RefreshInterval is how soon a preview that holds a change is run again after the cluster
-	// changed (DefaultPreviewRefreshInterval); without a change seen, after ten intervals.
+	// changed (DefaultRefreshInterval); without a change seen, after ten intervals.
 	RefreshInterval time.Duration
 	// MemoryLimit is the memory budget of a preview's worker process, in bytes
-	// (DefaultPreviewMemoryLimit).
+	// (DefaultMemoryLimit).
 	MemoryLimit int64
 	// MaxObjects caps the objects a preview reads of the cluster and sends its worker
-	// (DefaultPreviewMaxObjects).
+	// (DefaultMaxObjects).
 	MaxObjects int
 }
 
-func (o PreviewOptions) withDefaults() PreviewOptions {
+func (o Options) withDefaults() Options {
 	if o.MaxPods <= 0 {
-		o.MaxPods = DefaultPreviewMaxPods
+		o.MaxPods = DefaultMaxPods
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultPreviewTimeout
+		o.Timeout = DefaultTimeout
 	}
 	if o.CPULimit <= 0 {
-		o.CPULimit = DefaultPreviewCPULimit
+		o.CPULimit = DefaultCPULimit
 	}
 	if o.RefreshInterval <= 0 {
-		o.RefreshInterval = DefaultPreviewRefreshInterval
+		o.RefreshInterval = DefaultRefreshInterval
 	}
 	if o.MemoryLimit <= 0 {
-		o.MemoryLimit = DefaultPreviewMemoryLimit
+		o.MemoryLimit = DefaultMemoryLimit
 	}
 	if o.MaxObjects <= 0 {
-		o.MaxObjects = DefaultPreviewMaxObjects
+		o.MaxObjects = DefaultMaxObjects
 	}
 	return o
 }
 
-// previewKey names a preview: a profile's change from one configuration to another. from is ""
-// for a profile that runs none. The feature gates of each side are part of it (gatesKey): a
+// Key names a preview: a profile's change from one configuration to another. from is ""
+// for a profile that runs none. The feature gates of each side are part of it (GatesKey): a
 // change of gates alone changes what the scheduler does, and is previewed.
-type previewKey struct {
-	uid                types.UID
-	from, to           string
-	fromGates, toGates string
+type Key struct {
+	UID                types.UID
+	From, To           string
+	FromGates, ToGates string
 }
 
-// gatesKey is the feature gates of a scheduler as a key: name=value, sorted, "" for none.
-func gatesKey(gates map[string]bool) string {
+// GatesKey is the feature gates of a scheduler as a key: name=value, sorted, "" for none.
+func GatesKey(gates map[string]bool) string {
 	out := make([]string, 0, len(gates))
 	for _, name := range slices.Sorted(maps.Keys(gates)) {
 		out = append(out, name+"="+strconv.FormatBool(gates[name]))
@@ -150,32 +151,32 @@ func gatesKey(gates map[string]bool) string {
 	return strings.Join(out, ",")
 }
 
-// changes tells whether the key's two sides differ: in configuration or in feature gates.
-func (k previewKey) changes() bool {
-	return k.from != k.to || k.fromGates != k.toGates
+// Changes tells whether the key's two sides differ: in configuration or in feature gates.
+func (k Key) Changes() bool {
+	return k.From != k.To || k.FromGates != k.ToGates
 }
 
-// previewRequest is a preview to run for the profile name.
-type previewRequest struct {
-	key  previewKey
-	name string
-	// scheduler is the Scheduler of a member, "" for a profile with a scheduler of its own: the
+// Request is a preview to run for the profile name.
+type Request struct {
+	Key  Key
+	Name string
+	// Scheduler is the Scheduler of a member, "" for a profile with a Scheduler of its own: the
 	// Scheduler's reconciler plans with the outcome too.
-	scheduler string
-	// schedulerNames choose the pods: every name the running configuration serves and the one
+	Scheduler string
+	// SchedulerNames choose the pods: every name the running configuration serves and the one
 	// the new configuration serves, so that a rename counts the pods of the name it leaves.
 	// running is the configuration that runs, nil for none.
-	schedulerNames []string
-	running        *simulate.Profile
-	next           simulate.Profile
-	// cluster is the previewer's cluster generation when the preview started.
+	SchedulerNames []string
+	Running        *simulate.Profile
+	Next           simulate.Profile
+	// cluster is the Previewer's cluster generation when the preview started.
 	cluster uint64
 }
 
-// previewOutcome is a finished preview: its status, and how many more pods the new
+// outcome is a finished preview: its status, and how many more pods the new
 // configuration leaves unschedulable. decided is false when no comparison came out of it (a
 // budget ran out, or it failed).
-type previewOutcome struct {
+type outcome struct {
 	status  schedulingv1alpha1.PreviewStatus
 	added   int
 	decided bool
@@ -184,7 +185,7 @@ type previewOutcome struct {
 	// retryAt is when a failed preview is run again; zero for one that did not fail.
 	retryAt time.Time
 	// finished is when the preview ended, and cluster the generation of what previews read when
-	// it started (previewer.cluster): an outcome that holds a change is previewed again once the
+	// it started (Previewer.cluster): an outcome that holds a change is previewed again once the
 	// cluster changed (refreshDue). wakeScheduled is set once a change of the cluster has the
 	// profile passed again. scheduler is the member's Scheduler, "" for a dedicated profile.
 	finished      time.Time
@@ -194,7 +195,7 @@ type previewOutcome struct {
 }
 
 // retryDue tells whether a failed preview should run again at now.
-func (o *previewOutcome) retryDue(now time.Time) bool {
+func (o *outcome) retryDue(now time.Time) bool {
 	return !o.retryAt.IsZero() && !now.Before(o.retryAt)
 }
 
@@ -202,13 +203,13 @@ func (o *previewOutcome) retryDue(now time.Time) bool {
 // the same change is previewed again.
 const previewRetry = time.Minute
 
-// previewer runs the previews of changes, one at a time, outside the reconcilers' passes, and
+// Previewer runs the previews of changes, one at a time, outside the reconcilers' passes, and
 // keeps the latest outcome of each profile. A profile's newer change cancels its older
 // preview. When a preview ends, the profile is enqueued through events, and a member's
 // Scheduler through schedulerEvents.
-type previewer struct {
+type Previewer struct {
 	client          kubernetes.Interface
-	opts            PreviewOptions
+	opts            Options
 	events          chan event.GenericEvent
 	schedulerEvents chan event.GenericEvent
 	wake            chan struct{}
@@ -220,29 +221,34 @@ type previewer struct {
 	cluster atomic.Uint64
 
 	mu      sync.Mutex
-	latest  map[string]*previewOutcome
-	keys    map[string]previewKey
-	queue   []previewRequest
-	running *previewRequest
+	latest  map[string]*outcome
+	keys    map[string]Key
+	queue   []Request
+	running *Request
 	cancel  context.CancelCauseFunc
 	// now is the clock of retries.
 	now func() time.Time
 }
 
+// maxFailure bounds status.preview.failure, as the CRD does.
+const maxFailure = 4096
+
 // errSuperseded cancels a preview for a newer change of the same profile.
 var errSuperseded = errors.New("a newer change of the profile is previewed")
 
-func newPreviewer(c kubernetes.Interface, opts PreviewOptions) *previewer {
-	return &previewer{
+// New returns a previewer that reads the cluster through c, with opts (zero fields take the
+// defaults). Setup adds one to a manager; the tests that only ask for previews pass a nil c.
+func New(c kubernetes.Interface, opts Options) *Previewer {
+	return &Previewer{
 		client: c, opts: opts.withDefaults(),
 		events: make(chan event.GenericEvent, 16), schedulerEvents: make(chan event.GenericEvent, 16), wake: make(chan struct{}, 1),
-		latest: map[string]*previewOutcome{}, keys: map[string]previewKey{},
+		latest: map[string]*outcome{}, keys: map[string]Key{},
 		now: time.Now,
 	}
 }
 
-// source enqueues the profile of each finished preview; without a previewer, nothing.
-func (pv *previewer) source() source.Source {
+// Source enqueues the profile of each finished preview; without a Previewer, nothing.
+func (pv *Previewer) Source() source.Source {
 	events := make(chan event.GenericEvent)
 	if pv != nil {
 		events = pv.events
@@ -250,9 +256,9 @@ func (pv *previewer) source() source.Source {
 	return source.Channel(events, &handler.EnqueueRequestForObject{})
 }
 
-// schedulerSource enqueues the Scheduler of each member whose preview finished; without a
-// previewer, nothing.
-func (pv *previewer) schedulerSource() source.Source {
+// SchedulerSource enqueues the Scheduler of each member whose preview finished; without a
+// Previewer, nothing.
+func (pv *Previewer) SchedulerSource() source.Source {
 	events := make(chan event.GenericEvent)
 	if pv != nil {
 		events = pv.schedulerEvents
@@ -260,29 +266,29 @@ func (pv *previewer) schedulerSource() source.Source {
 	return source.Channel(events, &handler.EnqueueRequestForObject{})
 }
 
-// planKey is what the plans of Schedulers read of the previewer: "" without one.
-func (pv *previewer) planKey() string {
+// PlanKey is what the plans of Schedulers read of the Previewer: "" without one.
+func (pv *Previewer) PlanKey() string {
 	if pv == nil {
 		return ""
 	}
 	return "previews " + strconv.FormatUint(pv.generation.Load(), 10)
 }
 
-// ask returns what the preview of req says of its change under the settings s, and asks for
+// Ask returns what the preview of req says of its change under the settings s, and asks for
 // the preview when it has not finished, or failed long enough ago to be run again.
-func (pv *previewer) ask(req previewRequest, s schedulingv1alpha1.PreviewSettings) previewGate {
-	o := pv.outcome(req.key, req.name)
+func (pv *Previewer) Ask(req Request, s schedulingv1alpha1.PreviewSettings) Gate {
+	o := pv.outcome(req.Key, req.Name)
 	pv.mu.Lock()
 	due := pv.dueLocked(o)
 	pv.mu.Unlock()
 	if due {
 		pv.request(req)
 	}
-	return decidePreview(s, o)
+	return decide(s, o)
 }
 
 // outcome is the profile's outcome of the preview key, nil when there is none (yet).
-func (pv *previewer) outcome(key previewKey, name string) *previewOutcome {
+func (pv *Previewer) outcome(key Key, name string) *outcome {
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
 	if pv.keys[name] != key {
@@ -291,9 +297,9 @@ func (pv *previewer) outcome(key previewKey, name string) *previewOutcome {
 	return pv.latest[name]
 }
 
-// status is the status of the profile's latest finished preview, nil when none finished since
+// Status is the Status of the profile's latest finished preview, nil when none finished since
 // the operator started.
-func (pv *previewer) status(name string) *schedulingv1alpha1.PreviewStatus {
+func (pv *Previewer) Status(name string) *schedulingv1alpha1.PreviewStatus {
 	if pv == nil {
 		return nil
 	}
@@ -305,8 +311,8 @@ func (pv *previewer) status(name string) *schedulingv1alpha1.PreviewStatus {
 	return nil
 }
 
-// forget drops what is known of a deleted profile, and cancels its preview.
-func (pv *previewer) forget(name string) {
+// Forget drops what is known of a deleted profile, and cancels its preview.
+func (pv *Previewer) Forget(name string) {
 	if pv == nil {
 		return
 	}
@@ -314,31 +320,31 @@ func (pv *previewer) forget(name string) {
 	defer pv.mu.Unlock()
 	delete(pv.latest, name)
 	delete(pv.keys, name)
-	pv.queue = slices.DeleteFunc(pv.queue, func(r previewRequest) bool { return r.name == name })
-	if pv.running != nil && pv.running.name == name {
+	pv.queue = slices.DeleteFunc(pv.queue, func(r Request) bool { return r.Name == name })
+	if pv.running != nil && pv.running.Name == name {
 		pv.cancel(errSuperseded)
 	}
 }
 
 // request asks for a preview unless it finished, runs or waits already. It replaces the
 // profile's waiting request, and cancels its running preview, of another change.
-func (pv *previewer) request(req previewRequest) {
+func (pv *Previewer) request(req Request) {
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
-	if o := pv.latest[req.name]; pv.keys[req.name] == req.key && !pv.dueLocked(o) {
+	if o := pv.latest[req.Name]; pv.keys[req.Name] == req.Key && !pv.dueLocked(o) {
 		return
 	}
-	if pv.running != nil && pv.running.name == req.name {
-		if pv.running.key == req.key {
+	if pv.running != nil && pv.running.Name == req.Name {
+		if pv.running.Key == req.Key {
 			return
 		}
 		pv.cancel(errSuperseded)
 	}
-	i := slices.IndexFunc(pv.queue, func(r previewRequest) bool { return r.name == req.name })
+	i := slices.IndexFunc(pv.queue, func(r Request) bool { return r.Name == req.Name })
 	switch {
 	case i < 0:
 		pv.queue = append(pv.queue, req)
-	case pv.queue[i].key != req.key:
+	case pv.queue[i].Key != req.Key:
 		pv.queue[i] = req
 	}
 	select {
@@ -348,7 +354,7 @@ func (pv *previewer) request(req previewRequest) {
 }
 
 // Start runs the previews one at a time until ctx ends: the manager runs it on its leader.
-func (pv *previewer) Start(ctx context.Context) error {
+func (pv *Previewer) Start(ctx context.Context) error {
 	for {
 		req, pctx, ok := pv.next(ctx)
 		if !ok {
@@ -369,17 +375,17 @@ func (pv *previewer) Start(ctx context.Context) error {
 
 // notify enqueues the profile of a finished preview, and a member's Scheduler; false when ctx
 // ended first.
-func (pv *previewer) notify(ctx context.Context, req previewRequest) bool {
+func (pv *Previewer) notify(ctx context.Context, req Request) bool {
 	select {
-	case pv.events <- profileEvent(req.name):
+	case pv.events <- profileEvent(req.Name):
 	case <-ctx.Done():
 		return false
 	}
-	if req.scheduler == "" {
+	if req.Scheduler == "" {
 		return true
 	}
 	select {
-	case pv.schedulerEvents <- schedulerEvent(req.scheduler):
+	case pv.schedulerEvents <- schedulerEvent(req.Scheduler):
 	case <-ctx.Done():
 		return false
 	}
@@ -387,11 +393,11 @@ func (pv *previewer) notify(ctx context.Context, req previewRequest) bool {
 }
 
 // next takes the oldest waiting request and marks it running.
-func (pv *previewer) next(ctx context.Context) (previewRequest, context.Context, bool) {
+func (pv *Previewer) next(ctx context.Context) (Request, context.Context, bool) {
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
 	if len(pv.queue) == 0 || ctx.Err() != nil {
-		return previewRequest{}, nil, false
+		return Request{}, nil, false
 	}
 	req := pv.queue[0]
 	pv.queue = pv.queue[1:]
@@ -402,7 +408,7 @@ func (pv *previewer) next(ctx context.Context) (previewRequest, context.Context,
 }
 
 // finish records a preview's outcome, unless it was cancelled.
-func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
+func (pv *Previewer) finish(req Request, o *outcome, keep bool) {
 	pv.mu.Lock()
 	defer pv.mu.Unlock()
 	pv.cancel(nil)
@@ -410,21 +416,21 @@ func (pv *previewer) finish(req previewRequest, o *previewOutcome, keep bool) {
 	if !keep {
 		return
 	}
-	pv.latest[req.name], pv.keys[req.name] = o, req.key
-	o.finished, o.cluster, o.scheduler = pv.now(), req.cluster, req.scheduler
+	pv.latest[req.Name], pv.keys[req.Name] = o, req.Key
+	o.finished, o.cluster, o.scheduler = pv.now(), req.cluster, req.Scheduler
 	pv.generation.Add(1)
 	switch {
 	case o.status.Failure != "":
 		// The profile's pass after the retry delay asks for the preview again.
 		o.retryAt = pv.now().Add(previewRetry)
-		pv.wakeAfter(previewRetry, req.name, req.scheduler)
+		pv.wakeAfter(previewRetry, req.Name, req.Scheduler)
 	case o.holds():
 		// Without a change of the cluster seen, the timer previews it again.
-		pv.wakeAfter(previewRefreshTimer*pv.opts.RefreshInterval, req.name, req.scheduler)
+		pv.wakeAfter(previewRefreshTimer*pv.opts.RefreshInterval, req.Name, req.Scheduler)
 		if o.cluster != pv.cluster.Load() {
 			// The cluster changed while it ran.
 			o.wakeScheduled = true
-			pv.wakeAfter(pv.opts.RefreshInterval, req.name, req.scheduler)
+			pv.wakeAfter(pv.opts.RefreshInterval, req.Name, req.Scheduler)
 		}
 	}
 }
@@ -443,7 +449,7 @@ func schedulerEvent(name string) event.GenericEvent {
 // simulates within the time budget, its simulations within the CPU time budget, and within the
 // memory and object budgets. keep is false when a newer change, or the operator's stop,
 // cancelled it.
-func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutcome, bool) {
+func (pv *Previewer) run(ctx context.Context, req Request) (*outcome, bool) {
 	start := time.Now()
 	budget, cancel := context.WithTimeoutCause(ctx, pv.opts.Timeout, context.DeadlineExceeded)
 	defer cancel()
@@ -451,17 +457,17 @@ func (pv *previewer) run(ctx context.Context, req previewRequest) (*previewOutco
 	if ctx.Err() != nil {
 		return nil, false
 	}
-	o := newPreviewOutcome(req.key, res, err, budget.Err() != nil, pv.opts, start, time.Since(start))
-	log.FromContext(ctx).V(1).Info("Previewed a change", "SchedulerProfile", req.name, "from", req.key.from, "to", req.key.to, "pods", o.status.Pods, "added", o.added)
+	o := newOutcome(req.Key, res, err, budget.Err() != nil, pv.opts, start, time.Since(start))
+	log.FromContext(ctx).V(1).Info("Previewed a change", "SchedulerProfile", req.Name, "from", req.Key.From, "to", req.Key.To, "pods", o.status.Pods, "added", o.added)
 	return o, true
 }
 
-// newPreviewOutcome turns a preview that started at start and took took, with its result or its
+// newOutcome turns a preview that started at start and took took, with its result or its
 // error, or timedOut past opts.Timeout, into its outcome.
-func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, timedOut bool, opts PreviewOptions, start time.Time, took time.Duration) *previewOutcome {
-	o := &previewOutcome{status: schedulingv1alpha1.PreviewStatus{
-		From: schedulingv1alpha1.PreviewRun{ConfigHash: key.from},
-		To:   schedulingv1alpha1.PreviewRun{ConfigHash: key.to},
+func newOutcome(key Key, res *simulate.ProfilePreview, err error, timedOut bool, opts Options, start time.Time, took time.Duration) *outcome {
+	o := &outcome{status: schedulingv1alpha1.PreviewStatus{
+		From: schedulingv1alpha1.PreviewRun{ConfigHash: key.From},
+		To:   schedulingv1alpha1.PreviewRun{ConfigHash: key.To},
 		// In seconds, as the apiserver keeps it: a finer time would differ from the written
 		// status on every pass, and have it written again.
 		StartTime:            metav1.NewTime(start.Truncate(time.Second)),
@@ -474,10 +480,10 @@ func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, 
 		o.spent = timeoutFlag
 		return o
 	case errors.As(err, &spent):
-		o.status.Incomplete, o.spent = bounded(spent.incomplete, 1024), spent.flag
+		o.status.Incomplete, o.spent = bound.String(spent.incomplete, 1024), spent.flag
 		return o
 	case err != nil:
-		o.status.Failure = bounded(err.Error(), maxRolloutFailure)
+		o.status.Failure = bound.String(err.Error(), maxFailure)
 		return o
 	}
 	o.decided, o.added = true, res.AddedUnschedulable()
@@ -492,7 +498,7 @@ func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, 
 		}
 	}
 	for _, p := range res.NewlyUnschedulable[:min(len(res.NewlyUnschedulable), maxPreviewPods)] {
-		st.NewlyUnschedulable = append(st.NewlyUnschedulable, schedulingv1alpha1.PreviewPod{Pod: p.Pod, Reason: bounded(p.Reason, 1024)})
+		st.NewlyUnschedulable = append(st.NewlyUnschedulable, schedulingv1alpha1.PreviewPod{Pod: p.Pod, Reason: bound.String(p.Reason, 1024)})
 	}
 	switch {
 	case stopped.Stopped != "":
@@ -507,15 +513,15 @@ func newPreviewOutcome(key previewKey, res *simulate.ProfilePreview, err error, 
 
 // budgetSpent is status.preview.incomplete of a preview whose simulation of a configuration
 // stopped at a limit, and the flag of the budget that ran out.
-func budgetSpent(stopped simulate.RevisionOutcome, opts PreviewOptions) (incomplete, flag string) {
+func budgetSpent(stopped simulate.RevisionOutcome, opts Options) (incomplete, flag string) {
 	if stopped.StoppedByCPU {
-		return bounded(fmt.Sprintf("%s of %s (%s) for its simulations; nothing was decided: %s", outOfCPU, opts.CPULimit, cpuLimitFlag, stopped.Stopped), 1024), cpuLimitFlag
+		return bound.String(fmt.Sprintf("%s of %s (%s) for its simulations; nothing was decided: %s", outOfCPU, opts.CPULimit, cpuLimitFlag, stopped.Stopped), 1024), cpuLimitFlag
 	}
-	return bounded(fmt.Sprintf("%s (%s); nothing was decided: %s", outOfTime, timeoutFlag, stopped.Stopped), 1024), timeoutFlag
+	return bound.String(fmt.Sprintf("%s (%s); nothing was decided: %s", outOfTime, timeoutFlag, stopped.Stopped), 1024), timeoutFlag
 }
 
-// ranOut tells whether a preview's status.preview.incomplete says that a budget ran out.
-func ranOut(incomplete string) bool {
+// RanOut tells whether a preview's status.preview.incomplete says that a budget ran out.
+func RanOut(incomplete string) bool {
 	for _, prefix := range []string{outOfTime, outOfCPU, outOfMemory, outOfObjects} {
 		if strings.HasPrefix(incomplete, prefix) {
 			return true
@@ -524,26 +530,26 @@ func ranOut(incomplete string) bool {
 	return false
 }
 
-// previewGate is what the preview of a change says of its rollout: held when reason is set.
-type previewGate struct {
-	reason, message string
+// Gate is what the preview of a change says of its rollout: held when Reason is set.
+type Gate struct {
+	Reason, Message string
 }
 
-// held tells whether the change waits, or is refused.
-func (g previewGate) held() bool { return g.reason != "" }
+// Held tells whether the change waits, or is refused.
+func (g Gate) Held() bool { return g.Reason != "" }
 
-// decidePreview is the rule of spec.rollout.preview: in Guard mode, a change rolls out once its
+// decide is the rule of spec.rollout.preview: in Guard mode, a change rolls out once its
 // preview leaves at most maxNewlyUnschedulable more pods unschedulable than the running
 // configuration; a preview that decided nothing (a budget ran out, it failed) refuses it. Other
 // modes never hold a change.
-func decidePreview(s schedulingv1alpha1.PreviewSettings, o *previewOutcome) previewGate {
-	if previewMode(s) != schedulingv1alpha1.PreviewGuard {
-		return previewGate{}
+func decide(s schedulingv1alpha1.PreviewSettings, o *outcome) Gate {
+	if Mode(s) != schedulingv1alpha1.PreviewGuard {
+		return Gate{}
 	}
 	const keeps = "; it is not rolled out and the running scheduler keeps its configuration"
 	switch {
 	case o == nil:
-		return previewGate{schedulingv1alpha1.ReasonPreviewRunning, "Guard: the change waits for its preview; the running scheduler keeps its configuration meanwhile"}
+		return Gate{schedulingv1alpha1.ReasonPreviewRunning, "Guard: the change waits for its preview; the running scheduler keeps its configuration meanwhile"}
 	case !o.decided:
 		why := o.status.Incomplete
 		if why == "" {
@@ -553,14 +559,14 @@ func decidePreview(s schedulingv1alpha1.PreviewSettings, o *previewOutcome) prev
 		if o.spent != "" {
 			fix += ", or have the operator's " + o.spent + " raised"
 		}
-		return previewGate{schedulingv1alpha1.ReasonPreviewRefused, "Guard: " + why + keeps + fix}
+		return Gate{schedulingv1alpha1.ReasonPreviewRefused, "Guard: " + why + keeps + fix}
 	}
 	maxAdded := 0
 	if s.MaxNewlyUnschedulable != nil {
 		maxAdded = int(*s.MaxNewlyUnschedulable)
 	}
 	if o.added <= maxAdded {
-		return previewGate{}
+		return Gate{}
 	}
 	var pods []string
 	for _, p := range o.status.NewlyUnschedulable {
@@ -570,120 +576,25 @@ func decidePreview(s schedulingv1alpha1.PreviewSettings, o *previewOutcome) prev
 	if o.status.From.ConfigHash == "" {
 		than = "while no scheduler runs them"
 	}
-	return previewGate{schedulingv1alpha1.ReasonPreviewRefused, fmt.Sprintf(
+	return Gate{schedulingv1alpha1.ReasonPreviewRefused, fmt.Sprintf(
 		"Guard: the preview leaves %d more of the profile's %d pods unschedulable %s, more than maxNewlyUnschedulable %d%s: %s",
 		o.added, o.status.Pods, than, maxAdded, keeps, strings.Join(pods, "; "))}
 }
 
-// previewMode is the mode of s, Report when unset.
-func previewMode(s schedulingv1alpha1.PreviewSettings) schedulingv1alpha1.PreviewMode {
+// Mode is the mode of s, Report when unset.
+func Mode(s schedulingv1alpha1.PreviewSettings) schedulingv1alpha1.PreviewMode {
 	if s.Mode == "" {
 		return schedulingv1alpha1.PreviewReport
 	}
 	return s.Mode
 }
 
-// preview asks for the preview of a dedicated profile's change from the configuration its
-// Deployment d runs to cfg, and says whether the rollout waits for it.
-func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, cfg *profile.Config, d *appsv1.Deployment) (previewGate, error) {
-	s := p.Spec.Rollout.Preview
-	if r.previews == nil || previewMode(s) == schedulingv1alpha1.PreviewOff {
-		return previewGate{}, nil
-	}
-	running, err := r.runningConfig(ctx, proc, d)
-	if err != nil {
-		return previewGate{}, err
-	}
-	req := previewRequest{
-		name: p.Name, key: previewKey{uid: p.UID, to: cfg.Hash, toGates: gatesKey(proc.run.FeatureGates)}, schedulerNames: []string{cfg.SchedulerName},
-		next: simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.run.FeatureGates},
-	}
-	if running != nil {
-		gates := runningGates(d)
-		req.key.from, req.key.fromGates = d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash], gatesKey(gates)
-		if !req.key.changes() {
-			return previewGate{}, nil
-		}
-		data := []byte(running.Data[configFileKey])
-		req.running = &simulate.Profile{Name: req.key.from, Config: data, FeatureGates: gates}
-		req.schedulerNames = servedNamesOfConfig(data, req.schedulerNames)
-	}
-	return r.previews.ask(req, s), nil
-}
-
-// servedNamesOfConfig adds to names the scheduler names that the configuration data serves, once
-// each: the pods of a name the running configuration serves are part of a preview's workload.
-// A configuration that does not decode (not expected of one that runs) adds none.
-func servedNamesOfConfig(data []byte, names []string) []string {
-	cfg, err := profile.DecodeConfig(data)
-	if err != nil {
-		return names
-	}
-	for _, prof := range cfg.Profiles {
-		if !slices.Contains(names, prof.SchedulerName) {
-			names = append(names, prof.SchedulerName)
-		}
-	}
-	return names
-}
-
-// runningGates are the feature gates of the scheduler container of d, from its --feature-gates.
-func runningGates(d *appsv1.Deployment) map[string]bool {
-	for _, c := range d.Spec.Template.Spec.Containers {
-		for _, a := range c.Args {
-			v, ok := strings.CutPrefix(a, "--feature-gates=")
-			if !ok {
-				continue
-			}
-			gates := map[string]bool{}
-			for _, kv := range strings.Split(v, ",") {
-				name, val, _ := strings.Cut(kv, "=")
-				if b, err := strconv.ParseBool(val); err == nil {
-					gates[name] = b
-				}
-			}
-			return gates
-		}
-	}
-	return nil
-}
-
-// setPreviewStatus writes the latest preview of the profile, if one finished since the operator
-// started; otherwise the status keeps the one it has.
-func setPreviewStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
-	if obs.previewed != nil {
-		p.Status.Preview = *obs.previewed
-	}
-}
-
-// previewProgress is the Progressing condition of a change that its preview holds.
-func previewProgress(g previewGate, status metav1.ConditionStatus, reason, message string) (metav1.ConditionStatus, string, string) {
-	if !g.held() {
-		return status, reason, message
-	}
-	return metav1.ConditionFalse, g.reason, g.message
-}
-
-// recordPreviewEvent sums up a new preview in an event: a warning when the new configuration
-// leaves more pods unschedulable, or the preview decided nothing.
-func (r *SchedulerProfileReconciler) recordPreviewEvent(before, after *schedulingv1alpha1.SchedulerProfile) {
-	b, a := before.Status.Preview, after.Status.Preview
-	if a.StartTime.IsZero() || (a.StartTime.Equal(&b.StartTime) && a.To.ConfigHash == b.To.ConfigHash) {
-		return
-	}
-	eventType := "Normal"
-	if a.Failure != "" || ranOut(a.Incomplete) || a.To.Unschedulable > a.From.Unschedulable {
-		eventType = "Warning"
-	}
-	r.recorder.Eventf(after, nil, eventType, eventReasonPreview, actionRollout, "%s", previewSummary(a))
-}
-
-// previewSummary is a preview in one sentence.
-func previewSummary(s schedulingv1alpha1.PreviewStatus) string {
+// Summary is a preview in one sentence.
+func Summary(s schedulingv1alpha1.PreviewStatus) string {
 	if s.Failure != "" {
 		return "The preview of configuration " + s.To.ConfigHash + " failed: " + s.Failure
 	}
-	if ranOut(s.Incomplete) {
+	if RanOut(s.Incomplete) {
 		return "The preview of configuration " + s.To.ConfigHash + " is incomplete: " + s.Incomplete
 	}
 	from := "no running configuration"
@@ -698,16 +609,16 @@ func previewSummary(s schedulingv1alpha1.PreviewStatus) string {
 	return msg
 }
 
-// setupPreviews adds the previewer to mgr, with a client of its own that reads the cluster page
+// Setup adds the Previewer to mgr, with a client of its own that reads the cluster page
 // by page.
-func setupPreviews(mgr ctrl.Manager, o PreviewOptions) (*previewer, error) {
+func Setup(mgr ctrl.Manager, o Options) (*Previewer, error) {
 	c, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("creating the client of previews: %w", err)
 	}
-	pv := newPreviewer(c, o)
+	pv := New(c, o)
 	if err := mgr.Add(pv); err != nil {
-		return nil, fmt.Errorf("adding the previewer: %w", err)
+		return nil, fmt.Errorf("adding the Previewer: %w", err)
 	}
 	return pv, nil
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package controllers
+package preview
 
 import (
 	"os"

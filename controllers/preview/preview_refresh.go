@@ -1,4 +1,4 @@
-package controllers
+package preview
 
 import (
 	"time"
@@ -6,10 +6,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// DefaultPreviewRefreshInterval is how soon after a preview that holds a change (refused, or
+// DefaultRefreshInterval is how soon after a preview that holds a change (refused, or
 // incomplete) the same change may be previewed again when the cluster changes
 // (--preview-refresh-interval).
-const DefaultPreviewRefreshInterval = time.Minute
+const DefaultRefreshInterval = time.Minute
 
 // previewRefreshTimer is how many refresh intervals after it finished an outcome that holds a
 // change is previewed again though no change of the cluster was seen: the workload's pods, which
@@ -19,14 +19,14 @@ const previewRefreshTimer = 10
 // holds tells whether an outcome may hold a change back: the preview decided nothing, or the new
 // configuration leaves more pods unschedulable. Such an outcome is previewed again as the
 // cluster changes; a failure has its own retry (retryDue).
-func (o *previewOutcome) holds() bool {
+func (o *outcome) holds() bool {
 	return o.status.Failure == "" && (!o.decided || o.added > 0)
 }
 
 // refreshDue tells whether an outcome that holds a change is previewed again at now, with the
 // cluster at generation cluster: what previews read changed since the preview started and the
 // interval has passed since it finished, or the timer's period has.
-func (o *previewOutcome) refreshDue(now time.Time, cluster uint64, interval time.Duration) bool {
+func (o *outcome) refreshDue(now time.Time, cluster uint64, interval time.Duration) bool {
 	if !o.holds() {
 		return false
 	}
@@ -36,16 +36,16 @@ func (o *previewOutcome) refreshDue(now time.Time, cluster uint64, interval time
 
 // due tells whether the outcome o (nil for none) of the request's key is previewed (again) now.
 // Called with mu held.
-func (pv *previewer) dueLocked(o *previewOutcome) bool {
+func (pv *Previewer) dueLocked(o *outcome) bool {
 	now := pv.now()
 	return o == nil || o.retryDue(now) || o.refreshDue(now, pv.cluster.Load(), pv.opts.RefreshInterval)
 }
 
-// clusterChanged records a change of what a preview reads that can change its outcome (a node
+// ClusterChanged records a change of what a preview reads that can change its outcome (a node
 // added, removed or relabelled, a PriorityClass), and has each profile whose latest outcome holds
 // a change passed again once its refresh interval has passed: that pass previews the change
-// again. Safe on a nil previewer.
-func (pv *previewer) clusterChanged() {
+// again. Safe on a nil Previewer.
+func (pv *Previewer) ClusterChanged() {
 	if pv == nil {
 		return
 	}
@@ -68,7 +68,7 @@ const wakeSend = time.Minute
 // wakeAfter passes the profile name, and its Scheduler when it is a member, after d: its pass
 // asks for its preview again. The plans of Schedulers, which read the outcomes, are worked out
 // anew.
-func (pv *previewer) wakeAfter(d time.Duration, name, scheduler string) {
+func (pv *Previewer) wakeAfter(d time.Duration, name, scheduler string) {
 	time.AfterFunc(d, func() {
 		pv.generation.Add(1)
 		send(pv.events, profileEvent(name))

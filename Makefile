@@ -16,10 +16,16 @@ IMG ?= scheduler-profile-operator:dev
 OPERATOR_NAMESPACE ?= scheduler-profile-operator-system
 FUZZTIME ?= 20s
 
-# OLM bundle: `make bundle VERSION=x.y.z IMG=...`. Bump VERSION here when releasing: `make verify`
-# regenerates the bundle with these defaults. Without IMG on the command line the bundle names the
-# release image of VERSION, so a developer's IMG never leaks into the committed bundle.
-VERSION ?= 0.1.0
+# The version of the tree, from CHANGELOG.md's first section: a released version as it is named
+# there; while that section is "Unreleased", the minor version after the last release as a
+# pre-release, <x>.<y+1>.0-dev, so that no build of unreleased changes carries a released
+# version. Releasing renames the section, and VERSION follows. `make verify` regenerates the
+# bundle and the chart with it; `make bundle VERSION=x.y.z IMG=...` and make release take another.
+# Without IMG on the command line the bundle and the chart name the release image of VERSION, so a
+# developer's IMG never leaks into them.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell awk '/^## / { if ($$2 == "Unreleased") { dev = 1; next } split($$2, v, "."); print (dev ? v[1] "." v[2] + 1 ".0-dev" : $$2); exit }' CHANGELOG.md)
+endif
 IMAGE_TAG_BASE ?= ghcr.io/schedops/scheduler-profile-operator
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 BUNDLE_OPERATOR_IMG = $(if $(filter command line,$(origin IMG)),$(IMG),$(IMAGE_TAG_BASE):v$(VERSION))
@@ -41,6 +47,10 @@ GOLANGCI_LINT := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # the tests of the alerts and the dashboard live there too, with Prometheus' PromQL parser.
 PROMETHEUS_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" { print $$2 }' hack/tools/promtool/go.mod)
 PROMTOOL := $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+# Helm (the chart's lint, package and the Helm tier) is built from its own tools module, whose
+# go.mod pins the release.
+HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v4" { print $$2 }' hack/tools/helm/go.mod)
+HELM := $(LOCALBIN)/helm-$(HELM_VERSION)
 
 # make image's tarball and tool, and the real node's sandbox image (see the image targets). Defined
 # here, before any rule names them as prerequisites: make expands those when it reads the rule.
@@ -114,7 +124,7 @@ $(GOLANGCI_LINT): hack/tools/golangci-lint/go.mod hack/tools/golangci-lint/go.su
 	cd hack/tools/golangci-lint && go build -ldflags '-s -w' -o $@ .
 
 .PHONY: verify
-verify: generate manifests bundle $(GOLANGCI_LINT) ## Regenerate everything and fail on any diff or untracked file; gofmt, vet, lint, no build output tracked (hack/checktree).
+verify: generate manifests bundle chart $(GOLANGCI_LINT) $(HELM) ## Regenerate everything and fail on any diff or untracked file; gofmt, vet, lint, helm lint of the chart, no build output tracked (hack/checktree).
 	@out="$$(gofmt -s -l $(GO_SOURCES))"; if [[ -n "$$out" ]]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	hack/update-k8s-replaces.sh $(K8S_VERSION)
 	go mod tidy -diff
@@ -122,6 +132,7 @@ verify: generate manifests bundle $(GOLANGCI_LINT) ## Regenerate everything and 
 	go vet ./...
 	$(GOLANGCI_LINT) run ./...
 	cd $(EXAMPLE) && $(GOLANGCI_LINT) run ./...
+	$(HELM) lint --strict $(CHART_DIR)
 	go run ./hack/checktree
 	@status="$$(git status --porcelain --untracked-files=all)"; if [[ -n "$$status" ]]; then \
 		echo "generated files are out of date or untracked (run make generate manifests and commit):"; \
@@ -220,6 +231,13 @@ $(K8SBIN)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 # it is built from its own tools module, which pins the release.
 $(K8SBIN)/karpenter: hack/tools/karpenter/go.mod hack/tools/karpenter/go.sum
 	cd hack/tools/karpenter && go build -ldflags '-s -w' -o $@ sigs.k8s.io/karpenter/kwok
+
+# Helm reports its release (helm version) only when the build sets it, as Helm's own Makefile does.
+.PHONY: helm
+helm: $(HELM) ## Build helm into bin/ (from hack/tools/helm).
+
+$(HELM): hack/tools/helm/go.mod hack/tools/helm/go.sum
+	cd hack/tools/helm && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)' -o $@ helm.sh/helm/v4/cmd/helm
 
 # Tools carry their version in the file name, so bumping the version installs the new one.
 $(CONTROLLER_GEN):
@@ -372,13 +390,13 @@ test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provi
 # The real-node tier needs root and Debian's packages of make test-deps: without them, it says so
 # and passes before building anything.
 NODE_TEST_ENV = IMG=$(IMG) IMAGE_TAR=$(IMAGE_TAR) IMAGE_TOOL=$(IMAGE_TOOL) PAUSE_IMAGE_TAR=$(PAUSE_IMAGE_TAR) PAUSE_IMAGE=$(PAUSE_IMAGE) \
-	KUSTOMIZE=$(KUSTOMIZE) LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler
+	KUSTOMIZE=$(KUSTOMIZE) HELM=$(HELM) LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler
 .PHONY: test-node
-test-node: ## Real-node tier (root, make test-deps): the operator from make image and make deploy, and its schedulers, as containers on a kubelet node of the local cluster.
+test-node: ## Real-node tier (root, make test-deps): the operator from make image and make deploy, the Helm chart, the OLM bundle and the release, and its schedulers, as containers on a kubelet node of the local cluster.
 	@unmet="$$($(NODE_UNMET))"; if [ -n "$$unmet" ]; then echo "test-node: skipped, the real node needs root and Debian's packages (missing:$$unmet): run make test-deps as root to enable it"; else $(MAKE) test-node-root; fi
 
 .PHONY: test-node-root
-test-node-root: k8s-binaries $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy build $(IMAGE_TAR) $(PAUSE_IMAGE_TAR) $(IMAGE_TOOL) $(KUSTOMIZE)
+test-node-root: k8s-binaries $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy build $(IMAGE_TAR) $(PAUSE_IMAGE_TAR) $(IMAGE_TOOL) $(KUSTOMIZE) $(HELM)
 	$(NODE_TEST_ENV) go test ./test/localcluster -run RealNode -count=1 -v -timeout 10m
 	$(NODE_TEST_ENV) go test ./test/node -count=1 -v -timeout 30m
 
@@ -420,6 +438,17 @@ bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Docke
 	$(call kustomize-build,config/manifests,$(BUNDLE_OPERATOR_IMG)) | go run ./hack/bundle --version $(VERSION) \
 		--channels $(CHANNELS) --default-channel $(DEFAULT_CHANNEL) --bundle-dir bundle --dockerfile bundle.Dockerfile
 
+# The Helm chart: config/default as kustomize builds it, made into templates by hack/chart (the
+# namespace is the release's; image, replicas, resources, the webhook and the flags are values),
+# for VERSION and the release image of VERSION, as make bundle names it. make release packages it
+# again with the image pinned by digest.
+CHART_DIR := charts/scheduler-profile-operator
+CHART = go run ./hack/chart --version $(VERSION) --kube-version $(K8S_MAJOR).$(K8S_MINOR)
+
+.PHONY: chart
+chart: manifests $(KUSTOMIZE) ## Generate the Helm chart (charts/scheduler-profile-operator) from config/default for VERSION.
+	$(KUSTOMIZE) build config/default | $(CHART) --image $(BUNDLE_OPERATOR_IMG) --out $(CHART_DIR)
+
 # make image: the same image as the Dockerfile's (both binaries, nonroot, /manager as entrypoint,
 # its labels) built without a container engine by hack/tools/image (go-containerregistry), as a
 # tarball for `ctr images import`, `docker load` or `podman load`. test/bundle checks that it and the
@@ -459,21 +488,27 @@ $(PAUSE_IMAGE_TAR): hack/tools/image/pause/main.go $(IMAGE_TOOL)
 # so that loading it (kind load image-archive, ctr images import) keeps its manifest digest;
 # install.yaml, config/default built as make deploy builds it, with the image IMG@<that digest>
 # (RELATED_IMAGE_SCHEDULER follows it); the OLM bundle of config/manifests pinned the same, as a
-# tarball; SHA256SUMS. hack/release seal fails unless every image they name is that one. Without
-# IMG on the command line, the release names the release image of VERSION, as make bundle does.
+# tarball; the Helm chart of make chart with that image as its default, packaged by helm;
+# SHA256SUMS. hack/release seal fails unless every image they name (the chart's as helm template
+# renders it) is that one. Without IMG on the command line, the release names the release image of
+# VERSION, as make bundle does.
 DIST ?= dist
 RELEASE_IMG = $(BUNDLE_OPERATOR_IMG)
 RELEASE_IMAGE_TAR := scheduler-profile-operator-image.tar
 RELEASE_BUNDLE := scheduler-profile-operator-bundle
 
 .PHONY: release
-release: $(KUSTOMIZE) $(IMAGE_TAR) ## Write the release of VERSION and IMG (default: the release image of VERSION) into DIST (dist/): install.yaml and the OLM bundle with the image pinned by digest, the image tarball, SHA256SUMS.
+release: $(KUSTOMIZE) $(IMAGE_TAR) $(HELM) ## Write the release of VERSION and IMG (default: the release image of VERSION) into DIST (dist/): install.yaml, the OLM bundle and the Helm chart with the image pinned by digest, the image tarball, SHA256SUMS.
 	rm -rf $(DIST) && mkdir -p $(DIST)
+	chart="$$(mktemp -d $(LOCALBIN)/chart.XXXXXX)"; trap 'rm -rf "$$chart"' EXIT; \
 	ref="$$(go run ./hack/release image --from $(IMAGE_TAR) --tag $(RELEASE_IMG) --out $(DIST)/$(RELEASE_IMAGE_TAR))"; \
 	($(call kustomize-build,config/default,$$ref)) > $(DIST)/install.yaml; \
 	($(call kustomize-build,config/manifests,$$ref)) | go run ./hack/bundle --version $(VERSION) --channels $(CHANNELS) \
-		--default-channel $(DEFAULT_CHANNEL) --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --dockerfile $(DIST)/$(RELEASE_BUNDLE)/bundle.Dockerfile
-	go run ./hack/release seal --dir $(DIST) --image $(RELEASE_IMAGE_TAR) --bundle $(RELEASE_BUNDLE)
+		--default-channel $(DEFAULT_CHANNEL) --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --dockerfile $(DIST)/$(RELEASE_BUNDLE)/bundle.Dockerfile; \
+	$(KUSTOMIZE) build config/default | $(CHART) --image "$$ref" --out "$$chart/$(notdir $(CHART_DIR))"; \
+	$(HELM) package "$$chart/$(notdir $(CHART_DIR))" --destination $(DIST) >/dev/null; \
+	$(HELM) template $(notdir $(CHART_DIR)) $(DIST)/$(notdir $(CHART_DIR))-$(VERSION).tgz > "$$chart/rendered.yaml"; \
+	go run ./hack/release seal --dir $(DIST) --image $(RELEASE_IMAGE_TAR) --bundle $(RELEASE_BUNDLE) --chart-rendered "$$chart/rendered.yaml"
 	cat $(DIST)/SHA256SUMS
 
 .PHONY: docker-build

@@ -25,10 +25,11 @@ const sumsFile = "SHA256SUMS"
 // relatedImagePrefix marks the env vars that name images the operator runs (OLM's convention).
 const relatedImagePrefix = "RELATED_IMAGE_"
 
-// seal checks that install and every manifest of the bundle directory name only the image of the
-// archive image, by digest; packs the bundle into bundle.tar.gz; and writes SHA256SUMS. All three
-// paths are relative to dir.
-func seal(dir, image, install, bundle string) error {
+// seal checks that install, every manifest of the bundle directory and the rendered chart (when
+// chart is not empty) name only the image of the archive image, by digest; packs the bundle into
+// bundle.tar.gz; and writes SHA256SUMS. image, install and bundle are relative to dir; chart is a
+// file outside it, which the release does not contain.
+func seal(dir, image, install, bundle, chart string) error {
 	f, err := os.Open(filepath.Join(dir, image))
 	if err != nil {
 		return err
@@ -50,6 +51,11 @@ func seal(dir, image, install, bundle string) error {
 	}
 	if err := checkPinnedFiles(ref, manifests...); err != nil {
 		return err
+	}
+	if chart != "" {
+		if err := checkPinnedFiles(ref, chart); err != nil {
+			return fmt.Errorf("the Helm chart: %w", err)
+		}
 	}
 	if err := packDir(filepath.Join(dir, bundle), filepath.Join(dir, bundle+".tar.gz")); err != nil {
 		return err

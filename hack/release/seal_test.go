@@ -263,12 +263,18 @@ func TestSealRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "is not a file"},
+		{"the chart runs the tag", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, "..", "chart.yaml"), deployment(testTag, pinned))
+		}, "the Helm chart: images not pinned to " + pinned},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeDist(t, pinned, pinned)
+			// The chart as helm template renders it, outside the release.
+			chart := filepath.Join(dir, "..", "chart.yaml")
+			write(t, chart, deployment(pinned, pinned))
 			tc.change(t, dir)
-			err := seal(dir, "image.tar", "install.yaml", "op-bundle")
+			err := seal(dir, "image.tar", "install.yaml", "op-bundle", chart)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("seal: %v, want an error with %q", err, tc.want)
 			}

@@ -49,6 +49,8 @@ const (
 	releaseImage   = "scheduler-profile-operator-image.tar"
 	releaseBundle  = "scheduler-profile-operator-bundle"
 	releaseSums    = "SHA256SUMS"
+	// releaseChart is the Helm chart that helm package writes for the version.
+	releaseChart = "scheduler-profile-operator-" + releaseVersion + ".tgz"
 	// releaseSample is the profile the README applies first.
 	releaseSample = "config/samples/scheduling_v1alpha1_schedulerprofile_binpack.yaml"
 	// releaseFieldManager is kubectl's field manager: the test applies install.yaml as
@@ -134,7 +136,7 @@ func checkSums(t *testing.T, dist string) {
 	for _, e := range entries {
 		files = append(files, e.Name())
 	}
-	if diff := cmp.Diff([]string{releaseSums, releaseInstall, releaseBundle + ".tar.gz", releaseImage}, files); diff != "" {
+	if diff := cmp.Diff([]string{releaseSums, releaseInstall, releaseChart, releaseBundle + ".tar.gz", releaseImage}, files); diff != "" {
 		t.Errorf("Files of the release (-want +got):\n%s", diff)
 	}
 	listed := map[string]bool{}

@@ -25,7 +25,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 )
 
-// Paths of the two webhooks, as the markers in controllers/admission.go set them.
+// Paths of the two webhooks, as the markers in webhooks/validators.go set them.
 const (
 	profilePath   = "/validate-scheduling-schedops-io-v1alpha1-schedulerprofile"
 	schedulerPath = "/validate-scheduling-schedops-io-v1alpha1-scheduler"

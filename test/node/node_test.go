@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -341,4 +342,19 @@ func rolledOut(d *appsv1.Deployment) bool {
 	}
 	s := d.Status
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+}
+
+// refusesInvalid checks that the webhook of the install under test refuses an invalid profile,
+// named <prefix>-broken; whose names the install in the failure ("the chart's").
+func refusesInvalid(t *testing.T, prefix, whose string) {
+	t.Helper()
+	broken := testutil.MakeProfile(prefix+"-broken").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"Most"}}`).Obj()
+	const want = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
+	testutil.Eventually(t, time.Minute, whose+" webhook to refuse an invalid profile", func(ctx context.Context) error {
+		err := k8s.Create(ctx, broken.DeepCopy(), client.DryRunAll)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			return fmt.Errorf("dry-run create of an invalid profile: %v", err)
+		}
+		return nil
+	})
 }

@@ -128,7 +128,7 @@ func TestHelmChartOnTheRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	operatorRuns(t, img)
-	refusesInvalid(t)
+	refusesInvalid(t, "helm", "the chart's")
 
 	sample := filepath.Join(paths.Root, "config", "samples", "scheduling_v1alpha1_schedulerprofile_binpack.yaml")
 	if out, err := runKubectl(t, "", "apply", "-f", sample); err != nil {
@@ -224,20 +224,6 @@ func operatorRuns(t *testing.T, image string) {
 	if c.Image != image || related != image {
 		t.Errorf("The operator runs %s with %s=%s, want %s", c.Image, schedulerImageEnv, related, image)
 	}
-}
-
-// refusesInvalid checks that the operator's webhook refuses an invalid profile.
-func refusesInvalid(t *testing.T) {
-	t.Helper()
-	broken := testutil.MakeProfile("helm-broken").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"Most"}}`).Obj()
-	const want = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
-	testutil.Eventually(t, time.Minute, "the webhook to refuse an invalid profile", func(ctx context.Context) error {
-		err := k8s.Create(ctx, broken.DeepCopy(), client.DryRunAll)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
-			return fmt.Errorf("dry-run create of an invalid profile: %v", err)
-		}
-		return nil
-	})
 }
 
 // bindsPod creates a workload pod for schedulerName and waits until it is bound to a kwok node.

@@ -191,15 +191,7 @@ func TestOLMBundleOnTheRealNode(t *testing.T) {
 	checkRunsImage(t, &op)
 
 	// The webhook refuses an invalid profile (reached through the Service OLM made).
-	broken := testutil.MakeProfile("olm-broken").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"Most"}}`).Obj()
-	const want = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
-	testutil.Eventually(t, time.Minute, "the bundle's webhook to refuse an invalid profile", func(ctx context.Context) error {
-		err := k8s.Create(ctx, broken.DeepCopy(), client.DryRunAll)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
-			return fmt.Errorf("dry-run create of an invalid profile: %v", err)
-		}
-		return nil
-	})
+	refusesInvalid(t, "olm", "the bundle's")
 
 	// A sample of alm-examples is admitted, served, and binds a pod onto a kwok node.
 	var examples []schedulingv1alpha1.SchedulerProfile

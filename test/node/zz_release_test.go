@@ -14,7 +14,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,15 +72,7 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 	}
 	runsRelease(t, op, digest)
 
-	broken := testutil.MakeProfile("release-broken").PluginConfig("NodeResourcesFit", `{"scoringStrategy":{"type":"Most"}}`).Obj()
-	const want = `spec.pluginConfig[0].args.scoringStrategy.type: Unsupported value: "Most"`
-	testutil.Eventually(t, time.Minute, "the release's webhook to refuse an invalid profile", func(ctx context.Context) error {
-		err := k8s.Create(ctx, broken.DeepCopy(), client.DryRunAll)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
-			return fmt.Errorf("dry-run create of an invalid profile: %v", err)
-		}
-		return nil
-	})
+	refusesInvalid(t, "release", "the release's")
 
 	sample := filepath.Join(paths.Root, "config", "samples", "scheduling_v1alpha1_schedulerprofile_binpack.yaml")
 	if out, err := runKubectl(t, "", "apply", "-f", sample); err != nil {

@@ -126,6 +126,9 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			}
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
+		if s.Status.FailedRevision != "" && s.Status.FailedRevision != before.Status.FailedRevision {
+			awaitFailureCached(ctx, r.client, &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}, before.ResourceVersion)
+		}
 		if s.Status.ConfigHash != "" && s.Status.ConfigHash != before.Status.ConfigHash {
 			r.recorder.Eventf(s, nil, corev1.EventTypeNormal, eventReasonRolloutStarted, actionRollout,
 				"Rolling out the configuration %s with %d profiles to Deployment %s", s.Status.ConfigMapName, s.Status.ProfileCount, s.Status.DeploymentName)

@@ -249,6 +249,9 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{}, err
 	}
+	if p.Status.FailedRevision != "" && p.Status.FailedRevision != before.Status.FailedRevision {
+		awaitFailureCached(ctx, r.client, &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, before.ResourceVersion)
+	}
 	r.recordEvents(before, p)
 	recordMetrics(r.metrics, before, p, obs)
 	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -216,6 +217,23 @@ func (r *SchedulerProfileReconciler) updateStatus(ctx context.Context, before, a
 	}
 	after.ResourceVersion = written.ResourceVersion
 	return nil
+}
+
+// awaitFailureCached waits, for at most cacheWait, until the cache holds the object of key at
+// another resource version than stale, the one the pass read: the status write that recorded a
+// failed revision, or a later one. A pass that returned the Deployment to the last available
+// revision waits so before it ends: that write of the Deployment enqueues the owner again at
+// once, and a pass that read the status from before the failure was recorded would apply the
+// failed revision again. A wait that runs out is not an error: the next pass then fails its
+// status write on the optimistic lock and runs again.
+func awaitFailureCached(ctx context.Context, c client.Reader, obj client.Object, stale string) {
+	key := client.ObjectKeyFromObject(obj)
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, obj); err != nil {
+			return false, nil // read again until cacheWait
+		}
+		return obj.GetResourceVersion() != stale, nil
+	})
 }
 
 // statusOf is what a status write of a profile compares: its status, and the name and resource

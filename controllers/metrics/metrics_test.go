@@ -27,17 +27,6 @@ func TestRegisterTwice(t *testing.T) {
 	}
 }
 
-// TestNilRecordsNothing: a nil Metrics, which tests of other parts use, can be recorded into.
-func TestNilRecordsNothing(t *testing.T) {
-	var m *Metrics
-	m.SchedulerBuilt(BuildMember)
-	m.UpgradeStopped("Scheduler", "a")
-	m.RolledBack("Scheduler", "a")
-	m.Stranded(map[string]int32{"a": 1})
-	m.Advice("a", map[string]int{"SPA101": 1})
-	m.Forget("a")
-}
-
 // TestForget drops every series of a deleted profile, and only its own.
 func TestForget(t *testing.T) {
 	m := New()

@@ -30,9 +30,9 @@ func Commands(help io.Writer) []Command {
 	snapshot, _ := snapshotFlags(help)
 	return []Command{
 		{Name: "render", Flags: render, ExitCodes: []ExitCode{
-			{0, "Every SchedulerProfile and Scheduler of the file is valid; their configurations are on standard output. Advice, on standard error, does not change the code."},
+			{0, "Every SchedulerProfile and Scheduler of the file is valid; their configurations are on standard output. Advice, on standard error, does not change the code. -h prints the help with this code."},
 			{exitError, "A SchedulerProfile or Scheduler is invalid (the reasons are on standard error, the valid ones' configurations on standard output), or the file cannot be read or holds no SchedulerProfile, or the snapshot or the cluster cannot be read."},
-			{exitUsage, "Bad flags: no -f, an argument besides the flags, --cluster with --kubeconfig, an invalid --max-scheduler-cpu or --max-scheduler-memory; -h prints the help with this code too."},
+			{exitUsage, "Bad flags: no -f, an argument besides the flags, --cluster with --kubeconfig, an invalid --max-scheduler-cpu or --max-scheduler-memory."},
 		}},
 		{Name: "snapshot", Flags: snapshot, ExitCodes: []ExitCode{
 			{0, "The snapshot is written; a line on standard error counts its objects and bytes. -h prints the help with this code."},

@@ -36,6 +36,9 @@ const defaultNamespace = "scheduler-profile-operator-system"
 func runRender(args []string, stdout, stderr io.Writer) int {
 	fs, o := renderFlags(stderr)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return exitUsage
 	}
 	if o.file == "" || fs.NArg() > 0 || (o.clusterFile != "" && o.kubeconfig != "") {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the test tiers named as arguments one after another with $MAKE (make test), then prints
-# each one's time and result. Like make, it stops at the first tier that fails, or runs the rest
-# under make -k, and then exits with the status of the first failure. make test installs nothing:
-# on a host with dpkg, it fails when the tiers changed the list of installed packages.
+# each one's time, how much it compiled (what the Go build cache grew by: compiled packages, linked
+# test binaries, test results) and result. Like make, it stops at the first tier that fails, or
+# runs the rest under make -k, and then exits with the status of the first failure. make test
+# installs nothing: on a host with dpkg, it fails when the tiers changed the list of installed
+# packages.
 set -uo pipefail
 
 make=${MAKE:-make}
@@ -30,12 +32,22 @@ packages() {
 	fi
 }
 
+# cache_kib prints the size of the Go build cache in KiB, 0 when there is none.
+gocache=$(go env GOCACHE 2>/dev/null)
+cache_kib() {
+	if [[ -n $gocache && -d $gocache ]]; then du -sk "$gocache" | cut -f1; else echo 0; fi
+}
+# mib formats a difference in KiB as MB.
+mib() { printf '%d MB' $(($1 / 1024)); }
+
 status=0
 rows=()
 before=$(packages)
 start_all=$(now)
+cache_all=$(cache_kib)
 for tier in "$@"; do
 	start=$(now)
+	cache=$(cache_kib)
 	"$make" --no-print-directory "$tier"
 	rc=$?
 	result=ok
@@ -43,14 +55,14 @@ for tier in "$@"; do
 		result="FAILED (exit $rc)"
 		if ((status == 0)); then status=$rc; fi
 	fi
-	rows+=("$(printf '%-20s %10s  %s' "$tier" "$(seconds $(($(now) - start)))" "$result")")
+	rows+=("$(printf '%-20s %10s %10s  %s' "$tier" "$(seconds $(($(now) - start)))" "$(mib $(($(cache_kib) - cache)))" "$result")")
 	if ((rc != 0)) && ! $keep_going; then break; fi
 done
 
 echo
-printf '%-20s %10s  %s\n' tier time result
+printf '%-20s %10s %10s  %s\n' tier time compiled result
 printf '%s\n' "${rows[@]}"
-printf '%-20s %10s\n' total "$(seconds $(($(now) - start_all)))"
+printf '%-20s %10s %10s\n' total "$(seconds $(($(now) - start_all)))" "$(mib $(($(cache_kib) - cache_all)))"
 after=$(packages)
 if [[ $before != "$after" ]]; then
 	echo "make test changed the host's packages (make test-deps installs them, make test never):"

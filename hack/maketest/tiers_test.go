@@ -13,15 +13,16 @@ import (
 const tiersMakefile = `test:
 	@MAKE="$(MAKE)" $(SCRIPT) tier-a tier-b tier-c
 tier-a:
-	@echo ran tier-a
+	@echo ran tier-a; head -c 3145728 /dev/zero > "$$(go env GOCACHE)/tier-a"
 tier-b:
 	@echo ran tier-b; exit 3
 tier-c:
 	@echo ran tier-c
 `
 
-// TestTestTiers: hack/test-tiers.sh prints a row per tier it ran and a total, and leaves make's
-// exit status and -k as they were: a failing tier fails make test, and stops it unless -k.
+// TestTestTiers: hack/test-tiers.sh prints a row per tier it ran, with what the Go build cache
+// grew by, and a total, and leaves make's exit status and -k as they were: a failing tier fails
+// make test, and stops it unless -k.
 func TestTestTiers(t *testing.T) {
 	script, err := filepath.Abs(filepath.Join(root, "hack/test-tiers.sh"))
 	if err != nil {
@@ -40,26 +41,27 @@ func TestTestTiers(t *testing.T) {
 		{
 			name: "stops at the failing tier",
 			ran:  []string{"tier-a", "tier-b"},
-			rows: []string{`tier-a +\d+\.\ds +ok`, `tier-b +\d+\.\ds +FAILED \(exit 2\)`},
+			rows: []string{`tier-a +\d+\.\ds +3 MB +ok`, `tier-b +\d+\.\ds +0 MB +FAILED \(exit 2\)`},
 		},
 		{
 			name:  "keeps going with -k",
 			flags: []string{"-k"},
 			ran:   []string{"tier-a", "tier-b", "tier-c"},
-			rows:  []string{`tier-a +\d+\.\ds +ok`, `tier-b +\d+\.\ds +FAILED \(exit 2\)`, `tier-c +\d+\.\ds +ok`},
+			rows:  []string{`tier-a +\d+\.\ds +3 MB +ok`, `tier-b +\d+\.\ds +0 MB +FAILED \(exit 2\)`, `tier-c +\d+\.\ds +0 MB +ok`},
 		},
 		{
 			name:  "-j is not -k",
 			flags: []string{"-j2"},
 			ran:   []string{"tier-a", "tier-b"},
-			rows:  []string{`tier-a +\d+\.\ds +ok`, `tier-b +\d+\.\ds +FAILED \(exit 2\)`},
+			rows:  []string{`tier-a +\d+\.\ds +3 MB +ok`, `tier-b +\d+\.\ds +0 MB +FAILED \(exit 2\)`},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command("make", append([]string{"-s", "--no-print-directory", "SCRIPT=" + script}, tc.flags...)...)
 			cmd.Dir = dir
-			cmd.Env = makeEnv()
+			// A build cache of its own, which tier-a grows by 3 MB.
+			cmd.Env = makeEnv("GOCACHE=" + t.TempDir())
 			out, err := cmd.CombinedOutput()
 			if exitErr, ok := err.(*exec.ExitError); !ok || exitErr.ExitCode() != 2 {
 				t.Errorf("make test: %v, want exit status 2 (a tier failed)\n%s", err, out)
@@ -73,7 +75,7 @@ func TestTestTiers(t *testing.T) {
 			if strings.Join(ran, " ") != strings.Join(tc.ran, " ") {
 				t.Errorf("tiers run: %v, want %v\n%s", ran, tc.ran, out)
 			}
-			table := `(?m)^tier +time +result\n` + strings.Join(tc.rows, `\n`) + `\ntotal +\d+\.\ds$`
+			table := `(?m)^tier +time +compiled +result\n` + strings.Join(tc.rows, `\n`) + `\ntotal +\d+\.\ds +3 MB$`
 			if !regexp.MustCompile(table).Match(out) {
 				t.Errorf("no table matching %s in:\n%s", table, out)
 			}
@@ -84,12 +86,12 @@ func TestTestTiers(t *testing.T) {
 // TestTestTiersAllPass: when every tier passes, so does make test.
 func TestTestTiersAllPass(t *testing.T) {
 	cmd := exec.Command(filepath.Join(root, "hack/test-tiers.sh"), "one", "two")
-	cmd.Env = makeEnv("MAKE=true")
+	cmd.Env = makeEnv("MAKE=true", "GOCACHE="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("hack/test-tiers.sh: %v\n%s", err, out)
 	}
-	if !regexp.MustCompile(`(?m)^one +\d+\.\ds +ok\ntwo +\d+\.\ds +ok\ntotal`).Match(out) {
+	if !regexp.MustCompile(`(?m)^one +\d+\.\ds +\d+ MB +ok\ntwo +\d+\.\ds +\d+ MB +ok\ntotal`).Match(out) {
 		t.Errorf("unexpected table:\n%s", out)
 	}
 }

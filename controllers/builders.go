@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -35,7 +35,7 @@ type settings struct {
 	// (--allowed-priority-classes); none when empty.
 	allowedPriorityClasses []string
 	// caps bound the scheduler pods' resources and tolerations (--max-scheduler-cpu and the others).
-	caps SchedulerPodCaps
+	caps plan.SchedulerPodCaps
 	// maxMembers is how many profiles a Scheduler serves; 0 is MaxMembersPerScheduler.
 	maxMembers int
 }
@@ -46,12 +46,6 @@ func (s settings) memberLimit() int {
 		return s.maxMembers
 	}
 	return MaxMembersPerScheduler
-}
-
-// Defaults of the scheduler container when the profile sets no resources.
-var defaultRequests = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("100m"),
-	corev1.ResourceMemory: resource.MustParse("128Mi"),
 }
 
 // Where the scheduler container finds its configuration and serves its health checks.
@@ -209,7 +203,7 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMountApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
 	resources := proc.run.Resources
 	if len(resources.Requests) == 0 && len(resources.Limits) == 0 {
-		resources = corev1.ResourceRequirements{Requests: defaultRequests}
+		resources = corev1.ResourceRequirements{Requests: plan.DefaultRequests}
 	}
 	probe := func(path string, period, failures int32) *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().
@@ -218,7 +212,7 @@ func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMo
 			WithFailureThreshold(failures)
 	}
 	// Copies: WithRequests and WithLimits keep the map they are given, and an apply decodes the
-	// apiserver's answer into its configuration. Given defaultRequests or the cached profile's
+	// apiserver's answer into its configuration. Given plan.DefaultRequests or the cached profile's
 	// maps, the answers of two passes at once were written into one map, which crashed the
 	// operator ("concurrent map writes").
 	rr := corev1ac.ResourceRequirements()

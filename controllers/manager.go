@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	"k8s.io/client-go/discovery"
@@ -54,8 +55,8 @@ type ManagerOptions struct {
 	// scheduler pods; empty allows none, so the pods get the cluster's default priority.
 	AllowedPriorityClasses []string
 	// SchedulerPodCaps bound the resources and tolerations that a profile or a Scheduler may give
-	// its scheduler pods; zero fields take the defaults (DefaultMaxSchedulerCPU and the others).
-	SchedulerPodCaps SchedulerPodCaps
+	// its scheduler pods; zero fields take the defaults (plan.DefaultMaxSchedulerCPU and the others).
+	SchedulerPodCaps plan.SchedulerPodCaps
 	// MaxConcurrentReconciles is how many passes each controller (profiles, Schedulers) runs at
 	// once; 0 is DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int

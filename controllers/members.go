@@ -77,15 +77,15 @@ func (m *member) refused() bool {
 	return m.conflictWith != "" || m.invalid != "" || m.queueSortConflict != "" || m.limit.reason != ""
 }
 
-// plan is the configuration of a shared scheduler: its members in profile-name order and the
-// rendered configuration of those with an entry (nil when none has one).
-type plan struct {
+// schedulerPlan is the configuration of a shared scheduler: its members in profile-name order
+// and the rendered configuration of those with an entry (nil when none has one).
+type schedulerPlan struct {
 	members []*member
 	config  *profile.Config
 }
 
 // member returns the plan of the named profile, or nil.
-func (pl *plan) member(name string) *member {
+func (pl *schedulerPlan) member(name string) *member {
 	for _, m := range pl.members {
 		if m.profile.Name == name {
 			return m
@@ -101,7 +101,7 @@ func (pl *plan) member(name string) *member {
 // keeps its entry of the configuration that runs now, read back from the running ConfigMap, and a
 // member that never ran is left out. Both reconcilers compute it, so a profile's status and its
 // Scheduler's configuration agree.
-func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment) (*plan, error) {
+func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment) (*schedulerPlan, error) {
 	var list schedulingv1alpha1.SchedulerProfileList
 	// Planning only reads the profiles: the cache's own objects spare a copy of every profile
 	// on every pass.
@@ -129,7 +129,7 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	// A finished preview can hold or release a member's change: the outcomes known are part of
 	// the key.
 	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving) + r.previews.PlanKey()
-	return r.cache().plans.do(key, func() (*plan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
+	return r.cache().plans.do(key, func() (*schedulerPlan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
 }
 
 // leavingMembers are the profiles that left the Scheduler (their schedulerRef names another
@@ -183,8 +183,8 @@ func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alph
 // planMembers is planScheduler with the profiles, the running entries and the served scheduler
 // names given: the admission webhook plans with the profile under review in place of the stored one.
 // leaving names the profiles that left and keep their running entry (leavingMembers).
-func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*plan, error) {
-	pl := &plan{}
+func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*schedulerPlan, error) {
+	pl := &schedulerPlan{}
 	procKey := processKey(proc, r.settings)
 	for i := range all {
 		p := &all[i]

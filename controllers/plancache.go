@@ -137,7 +137,7 @@ type memos struct {
 	// (validateDedicated), by configuration and gates: the errors, none for valid.
 	dedicatedChecks *memo[field.ErrorList]
 	// plans are the plans of Schedulers by planFingerprint.
-	plans *memo[*plan]
+	plans *memo[*schedulerPlan]
 	// configNames are the scheduler names of rendered configurations by namespace and ConfigMap
 	// name (namesIn): the ConfigMaps are immutable and named by their content's hash, so an
 	// entry never goes stale.
@@ -157,7 +157,7 @@ func newMemos() *memos {
 		runningByProfile:  newMemo[map[string]*profile.Profile](512),
 		releasedProcesses: newMemo[bool](8192),
 		dedicatedChecks:   newMemo[field.ErrorList](8192),
-		plans:             newMemo[*plan](512),
+		plans:             newMemo[*schedulerPlan](512),
 		configNames:       newMemo[[]string](maxConfigNames),
 		adviceProfiles:    newMemo[*advice.Profile](1024),
 	}

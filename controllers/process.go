@@ -1,16 +1,13 @@
 package controllers
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -105,7 +102,7 @@ func sharedProcess(s *schedulingv1alpha1.Scheduler) *process {
 		names:       names,
 		run:         s.Spec.SchedulerSettings,
 		extenders:   s.Spec.Extenders,
-		leaseName:   profile.LeasePrefix + names.deployment(),
+		leaseName:   plan.SchedulerLease(s),
 		legacyLease: names.deployment(),
 		ownerLabel:  schedulingv1alpha1.LabelScheduler,
 	}
@@ -120,84 +117,22 @@ func (proc *process) leaseOf(annotations map[string]string) string {
 	return proc.legacyLease
 }
 
-// settingsErrors are the refusals of the process's own settings, which no profile can mend: its
-// extenders' TLS settings (an inline key a stored object may still carry), its pods' affinity,
-// priority class, resources and tolerations against the admin's bounds, and its feature gates.
-// They are checked before any Secret is read or profile rendered.
+// settingsErrors are the refusals of the process's own settings (plan.SettingsErrors).
 func (proc *process) settingsErrors(s settings) field.ErrorList {
-	errs := profile.ValidateExtenders(proc.extenders, extendersPath)
-	errs = append(errs, affinityErrors(proc.run.Affinity, proc.settingsPath().Child("affinity"))...)
-	errs = append(errs, priorityClassErrors(proc.run.PriorityClassName, s.allowedPriorityClasses, proc.settingsPath().Child("priorityClassName"))...)
-	errs = append(errs, capErrors(proc.run, s.caps, proc.settingsPath())...)
-	return append(errs, profile.CheckGates(proc.run.FeatureGates, proc.gatesPath())...)
+	return plan.SettingsErrors(proc.run, proc.extenders, proc.settingsPath(), s.allowedPriorityClasses, s.caps)
 }
 
 // settingsPath is where the owner sets how the process runs, for error messages.
 func (proc *process) settingsPath() *field.Path {
 	if proc.kind == "Scheduler" {
-		return field.NewPath("spec")
+		return plan.SchedulerSettingsPath
 	}
-	return field.NewPath("spec", "scheduler")
+	return plan.ProfileSettingsPath
 }
 
 // gatesPath is where the owner sets the process's feature gates, for error messages.
 func (proc *process) gatesPath() *field.Path {
 	return proc.settingsPath().Child("featureGates")
-}
-
-// affinityErrors refuses pod (anti-)affinity terms of the scheduler pods that reach pods of other
-// namespaces: the operator creates the scheduler pods in its own namespace with more rights than
-// a profile author has, and a required anti-affinity with namespaceSelector {} would keep every
-// other team's pods off a zone's nodes (and let the scheduler pods preempt them). A term without
-// namespaces and namespaceSelector selects pods of the operator's namespace only.
-func affinityErrors(a *corev1.Affinity, path *field.Path) field.ErrorList {
-	if a == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	check := func(term corev1.PodAffinityTerm, at *field.Path) {
-		const why = "the scheduler pods' affinity may only select pods of the operator's namespace: leave it out"
-		if term.NamespaceSelector != nil {
-			errs = append(errs, field.Forbidden(at.Child("namespaceSelector"), why))
-		}
-		if len(term.Namespaces) > 0 {
-			errs = append(errs, field.Forbidden(at.Child("namespaces"), why))
-		}
-	}
-	terms := func(required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm, at *field.Path) {
-		for i, term := range required {
-			check(term, at.Child("requiredDuringSchedulingIgnoredDuringExecution").Index(i))
-		}
-		for i, term := range preferred {
-			check(term.PodAffinityTerm, at.Child("preferredDuringSchedulingIgnoredDuringExecution").Index(i).Child("podAffinityTerm"))
-		}
-	}
-	if pa := a.PodAffinity; pa != nil {
-		terms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, path.Child("podAffinity"))
-	}
-	if pa := a.PodAntiAffinity; pa != nil {
-		terms(pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, path.Child("podAntiAffinity"))
-	}
-	return errs
-}
-
-// priorityClassErrors refuses a priority class of the scheduler pods that the cluster admin has
-// not allowed (--allowed-priority-classes): a priority class decides which pods the scheduler pods
-// preempt, and system-node-critical, or a high class with large requests, preempts other teams'
-// pods anywhere. The message names the allowed classes, so that the author knows what to ask for.
-func priorityClassErrors(name *string, allowed []string, path *field.Path) field.ErrorList {
-	if name == nil || *name == "" || slices.Contains(allowed, *name) {
-		return nil
-	}
-	allowedText := "the operator allows none"
-	if len(allowed) > 0 {
-		quoted := make([]string, len(allowed))
-		for i, a := range allowed {
-			quoted[i] = strconv.Quote(a)
-		}
-		allowedText = "the operator allows " + strings.Join(quoted, ", ")
-	}
-	return field.ErrorList{field.Forbidden(path, fmt.Sprintf("priority class %q is not allowed for scheduler pods; %s (--allowed-priority-classes, set by the cluster admin)", *name, allowedText))}
 }
 
 // labels are the labels of every object of the process.
@@ -215,24 +150,4 @@ func (proc *process) labels() map[string]string {
 // Deployment's selector is immutable.
 func (proc *process) selectorLabels() map[string]string {
 	return map[string]string{labelName: "kube-scheduler", proc.ownerLabel: proc.owner.GetName()}
-}
-
-// ProfileSettingsErrors are the refusals of the settings of a profile's own scheduler (its
-// extenders' TLS settings, affinity, priority class against allowedPriorityClasses, resources
-// and tolerations against caps, feature gates), as the reconciler and the webhook make them;
-// `manager render` reports them too.
-func ProfileSettingsErrors(p *schedulingv1alpha1.SchedulerProfile, allowedPriorityClasses []string, caps SchedulerPodCaps) field.ErrorList {
-	return dedicatedProcess(p, profile.SchedulerName(p)).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses, caps: caps})
-}
-
-// SchedulerSettingsErrors are the refusals of a Scheduler's own settings, as
-// ProfileSettingsErrors are a profile's.
-func SchedulerSettingsErrors(s *schedulingv1alpha1.Scheduler, allowedPriorityClasses []string, caps SchedulerPodCaps) field.ErrorList {
-	return sharedProcess(s).settingsErrors(settings{allowedPriorityClasses: allowedPriorityClasses, caps: caps})
-}
-
-// SchedulerProcess is what a Scheduler adds around its profiles in its rendered configuration,
-// with the operator in namespace; `manager render` renders a Scheduler the way the operator does.
-func SchedulerProcess(s *schedulingv1alpha1.Scheduler, namespace string) profile.Process {
-	return processSettings(sharedProcess(s), settings{namespace: namespace})
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -50,7 +51,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process
 		if e.TLSConfig == nil || e.TLSConfig.SecretRef.Name == "" {
 			continue
 		}
-		path := extendersPath.Index(i).Child("tlsConfig", "secretRef", "name")
+		path := plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name")
 		key := client.ObjectKey{Namespace: r.settings.namespace, Name: e.TLSConfig.SecretRef.Name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
@@ -73,7 +74,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process
 		return errs, warnings, nil
 	}
 	if i, refusal := unverifiedHTTPS(proc.extenders, withCA, r.settings.namespace); refusal.refused() {
-		errs = append(errs, field.Invalid(extendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.extenders[i].TLSConfig.SecretRef.Name, refusal.message))
+		errs = append(errs, field.Invalid(plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.extenders[i].TLSConfig.SecretRef.Name, refusal.message))
 	}
 	return errs, warnings, nil
 }

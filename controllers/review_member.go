@@ -46,7 +46,7 @@ func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Sched
 // when base refuses a member for a limit, m would make one member too many, or base's
 // configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
 // the whole plan says which members fit.
-func (v *Reviewer) fitsInPlan(base *plan, proc *process, m *member, running map[string]*profile.Profile) bool {
+func (v *Reviewer) fitsInPlan(base *schedulerPlan, proc *process, m *member, running map[string]*profile.Profile) bool {
 	members := make([]*member, 0, len(base.members)+1)
 	others := 0
 	for _, o := range base.members {

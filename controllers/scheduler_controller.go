@@ -160,7 +160,7 @@ func degradedMessage(s *schedulingv1alpha1.Scheduler, reason string) string {
 // schedulerObservation is what one pass over a Scheduler found and did.
 type schedulerObservation struct {
 	proc *process
-	plan *plan
+	plan *schedulerPlan
 	// invalid is the scheduler's message when the combined configuration would not start.
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
@@ -274,7 +274,7 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 
 // servedProfiles are the members with an entry in the configuration, in the plan's profile-name
 // order.
-func servedProfiles(pl *plan) []schedulingv1alpha1.SchedulerMember {
+func servedProfiles(pl *schedulerPlan) []schedulingv1alpha1.SchedulerMember {
 	var out []schedulingv1alpha1.SchedulerMember
 	for _, m := range pl.members {
 		if m.entry != nil {

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -256,6 +255,3 @@ func (r *processObjects) schedulerRequests(ctx context.Context, secret string) [
 	}
 	return reqs
 }
-
-// extendersPath is where a Scheduler or a profile sets its extenders, for error messages.
-var extendersPath = field.NewPath("spec", "extenders")

@@ -6,14 +6,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 // capFlags defines on fs the flags of the cluster admin's caps on scheduler pods, of the manager
 // and of `manager render`, which checks profiles as the manager with those flags does. caps
 // starts with the defaults.
-func capFlags(fs *flag.FlagSet, caps *controllers.SchedulerPodCaps) {
-	caps.MaxCPU, caps.MaxMemory = controllers.DefaultMaxSchedulerCPU.DeepCopy(), controllers.DefaultMaxSchedulerMemory.DeepCopy()
+func capFlags(fs *flag.FlagSet, caps *plan.SchedulerPodCaps) {
+	caps.MaxCPU, caps.MaxMemory = plan.DefaultMaxSchedulerCPU.DeepCopy(), plan.DefaultMaxSchedulerMemory.DeepCopy()
 	fs.Var((*quantityValue)(&caps.MaxCPU), "max-scheduler-cpu", "The largest CPU request or limit, a `quantity`, that profiles and Schedulers may give their scheduler pods (spec.scheduler.resources); more is refused.")
 	fs.Var((*quantityValue)(&caps.MaxMemory), "max-scheduler-memory", "The largest memory request or limit, a `quantity`, that profiles and Schedulers may give their scheduler pods (spec.scheduler.resources); more is refused.")
 	fs.Func("allowed-scheduler-resources", "A comma-separated list of the resources besides cpu and memory, for example nvidia.com/gpu or ephemeral-storage, that profiles and Schedulers may give their scheduler pods requests or limits of (spec.scheduler.resources); by default none: the scheduler pods run in the operator's namespace, outside every team's quota.", func(v string) error {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 func TestManagerOptions(t *testing.T) {
@@ -96,7 +97,7 @@ func TestManagerOptions(t *testing.T) {
 			env:  env,
 			want: controllers.ManagerOptions{
 				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
-				SchedulerPodCaps: controllers.SchedulerPodCaps{AllowedResources: []corev1.ResourceName{"nvidia.com/gpu", "ephemeral-storage"}},
+				SchedulerPodCaps: plan.SchedulerPodCaps{AllowedResources: []corev1.ResourceName{"nvidia.com/gpu", "ephemeral-storage"}},
 			},
 		},
 		{
@@ -171,7 +172,7 @@ func TestManagerOptions(t *testing.T) {
 			env:  env,
 			want: controllers.ManagerOptions{
 				Namespace: "ops", SchedulerImage: "example.com/spo:v1", MetricsBindAddress: ":8443", MetricsSecure: true, HealthProbeBindAddress: ":8081", Webhook: rotating,
-				SchedulerPodCaps: controllers.SchedulerPodCaps{MaxCPU: resource.MustParse("8"), MaxMemory: resource.MustParse("16Gi"), AllowTolerateAllTaints: true},
+				SchedulerPodCaps: plan.SchedulerPodCaps{MaxCPU: resource.MustParse("8"), MaxMemory: resource.MustParse("16Gi"), AllowTolerateAllTaints: true},
 			},
 		},
 		{name: "CPU cap below the default request", args: []string{"--max-scheduler-cpu=10m"}, env: env, wantErr: "--max-scheduler-cpu must be at least 100m"},
@@ -212,7 +213,7 @@ func TestManagerOptions(t *testing.T) {
 				tc.want.MaxConcurrentReconciles = controllers.DefaultMaxConcurrentReconciles
 			}
 			if tc.want.SchedulerPodCaps.MaxCPU.IsZero() {
-				tc.want.SchedulerPodCaps.MaxCPU, tc.want.SchedulerPodCaps.MaxMemory = controllers.DefaultMaxSchedulerCPU, controllers.DefaultMaxSchedulerMemory
+				tc.want.SchedulerPodCaps.MaxCPU, tc.want.SchedulerPodCaps.MaxMemory = plan.DefaultMaxSchedulerCPU, plan.DefaultMaxSchedulerMemory
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -83,7 +83,7 @@ type renderOptions struct {
 	file, namespace, clusterFile, kubeconfig string
 	// allowed are the operator's --allowed-priority-classes.
 	allowed []string
-	caps    controllers.SchedulerPodCaps
+	caps    plan.SchedulerPodCaps
 }
 
 // renderFlags is the flag set of `manager render`, which prints its help to stderr, and the
@@ -118,7 +118,7 @@ type renderOutput struct {
 	// allowedPriorityClasses are the operator's --allowed-priority-classes.
 	allowedPriorityClasses []string
 	// caps are the operator's --max-scheduler-cpu and the other caps on scheduler pods.
-	caps controllers.SchedulerPodCaps
+	caps plan.SchedulerPodCaps
 	// cluster is what the advice's cluster checks read; nil skips them.
 	cluster *advice.Cluster
 }
@@ -163,7 +163,7 @@ func (o *renderOutput) check(what string, errs field.ErrorList) bool {
 // profile prints the configuration of a profile that runs its own scheduler. Its scheduler's
 // settings are checked first, as the operator checks them.
 func (o *renderOutput) profile(p *schedulingv1alpha1.SchedulerProfile, namespace string) {
-	if !o.check("SchedulerProfile "+p.Name, controllers.ProfileSettingsErrors(p, o.allowedPriorityClasses, o.caps)) {
+	if !o.check("SchedulerProfile "+p.Name, plan.ProfileSettingsErrors(p, o.allowedPriorityClasses, o.caps)) {
 		return
 	}
 	cfg, err := profile.Render(p, profile.Settings{Namespace: namespace})
@@ -217,9 +217,9 @@ func printAdvice(w io.Writer, what string, found []advice.Advice) {
 // scheduler prints the configuration of a Scheduler with its members of the file, checked as the
 // operator checks them: each on its own, then their queue sorts against the first, then together.
 func (o *renderOutput) scheduler(s *schedulingv1alpha1.Scheduler, members []*schedulingv1alpha1.SchedulerProfile, namespace string) {
-	proc := controllers.SchedulerProcess(s, namespace)
+	proc := plan.SchedulerProcess(s, namespace)
 	// The Scheduler's settings are its own: refused, they are reported once, not for every member.
-	if !o.check("Scheduler "+s.Name, controllers.SchedulerSettingsErrors(s, o.allowedPriorityClasses, o.caps)) {
+	if !o.check("Scheduler "+s.Name, plan.SchedulerSettingsErrors(s, o.allowedPriorityClasses, o.caps)) {
 		return
 	}
 	var entries []profile.Profile

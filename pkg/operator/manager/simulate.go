@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/simulate"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -366,7 +366,7 @@ func schedulerSimulation(s *schedulingv1alpha1.Scheduler, members []*schedulingv
 	if len(entries) == 0 {
 		return simulate.Profile{}, nil, fmt.Errorf("%s has no SchedulerProfile in the file", what)
 	}
-	cfg, err := profile.RenderProcess(controllers.SchedulerProcess(s, namespace), entries)
+	cfg, err := profile.RenderProcess(plan.SchedulerProcess(s, namespace), entries)
 	if err == nil {
 		err = profile.ValidateProcess(cfg.YAML, s.Spec.FeatureGates)
 	}
@@ -390,7 +390,7 @@ func printFileAdvice(w io.Writer, file, namespace string, cluster *advice.Cluste
 		gates := p.Spec.Scheduler.FeatureGates
 		if s := objs.scheduler(p.Spec.SchedulerRef.Name); s != nil {
 			what += fmt.Sprintf(" (Scheduler %s)", s.Name)
-			proc, gates = controllers.SchedulerProcess(s, namespace), s.Spec.FeatureGates
+			proc, gates = plan.SchedulerProcess(s, namespace), s.Spec.FeatureGates
 		}
 		entry, err := profile.RenderProfile(p)
 		if err != nil {

@@ -1,4 +1,4 @@
-package controllers
+package plan
 
 import (
 	"fmt"
@@ -21,6 +21,12 @@ var (
 	DefaultMaxSchedulerCPU    = resource.MustParse("4")
 	DefaultMaxSchedulerMemory = resource.MustParse("8Gi")
 )
+
+// DefaultRequests are the scheduler container's requests when its owner sets no resources.
+var DefaultRequests = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("128Mi"),
+}
 
 // SchedulerPodCaps are the cluster admin's bounds on what a profile or a Scheduler may ask for
 // its scheduler pods. The operator creates those pods in its own namespace, out of the reach of
@@ -70,8 +76,9 @@ func (c SchedulerPodCaps) capped() []capped {
 	}
 }
 
-// Validate refuses an allowed resource that is no resource name, and caps below the requests a scheduler container gets when its owner sets none
-// (100m CPU, 128Mi memory): every owner without resources would be refused.
+// Validate refuses an allowed resource that is no resource name, and caps below the requests a
+// scheduler container gets when its owner sets none (DefaultRequests): every owner without
+// resources would be refused.
 func (c SchedulerPodCaps) Validate() error {
 	for _, name := range c.AllowedResources {
 		if errs := validation.IsQualifiedName(string(name)); len(errs) > 0 {
@@ -79,7 +86,7 @@ func (c SchedulerPodCaps) Validate() error {
 		}
 	}
 	for _, r := range c.capped() {
-		if def := defaultRequests[r.name]; r.max.Cmp(def) < 0 {
+		if def := DefaultRequests[r.name]; r.max.Cmp(def) < 0 {
 			return fmt.Errorf("%s must be at least %s, the %s request of a scheduler whose owner sets none, not %s", r.flag, def.String(), r.name, r.max.String())
 		}
 	}

@@ -326,3 +326,24 @@ func TestPreviewWorkerHoldsNoGateLock(t *testing.T) {
 		t.Errorf("the preview with feature gates: decided %t, failure %q, incomplete %q; want it decided", o.decided, o.status.Failure, o.status.Incomplete)
 	}
 }
+
+// TestBothAtOnce: a worker simulates both revisions at once only with a memory budget at least
+// bothAtOnceShare times its snapshot's heap.
+func TestBothAtOnce(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		heap, limit int64
+		want        bool
+	}{
+		{heap: 14 * mib, limit: 512 * mib, want: true},
+		{heap: 512 * mib / bothAtOnceShare, limit: 512 * mib, want: true},
+		{heap: 512*mib/bothAtOnceShare + 1, limit: 512 * mib, want: false},
+		{heap: 100 * mib, limit: 512 * mib, want: false},
+		{heap: 100 * mib, limit: 4096 * mib, want: true},
+		{heap: 1, limit: 0, want: false},
+	} {
+		if got := bothAtOnce(tc.heap, tc.limit); got != tc.want {
+			t.Errorf("bothAtOnce(%d, %d) = %v, want %v", tc.heap, tc.limit, got, tc.want)
+		}
+	}
+}

@@ -1,11 +1,13 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -45,9 +47,10 @@ type RevisionOutcome struct {
 }
 
 // PreviewChange simulates the running revision (nil for none) and then the new one on cluster
-// with workload, each in a scheduler of its own, and compares them. opts.Limit bounds each
-// simulation; opts.CPULimit bounds the two together: the new revision's simulation may use what
-// the running one's left, and does not start when nothing is left. A simulation that reaches a
+// with workload (both at once with opts.BothAtOnce), each in a scheduler of its own, and compares
+// them. opts.Limit bounds each simulation; opts.CPULimit bounds the two together: the new
+// revision's simulation may use what the running one's left, and does not start when nothing is
+// left. A simulation that reaches a
 // limit is not an error: its outcome says it stopped, and only the pods both decided are compared.
 func PreviewChange(ctx context.Context, running *Profile, next Profile, cluster *Cluster, workload *Workload, opts Options) (*Preview, error) {
 	return previewChange(ctx, running, next, cluster, workload, opts, false)
@@ -58,17 +61,29 @@ func PreviewChange(ctx context.Context, running *Profile, next Profile, cluster 
 // scheduler's preview, where a pod of a name no profile serves waits. Without it, such a pod is
 // scheduled by the revision's first profile, as `manager simulate` does.
 func previewChange(ctx context.Context, running *Profile, next Profile, cluster *Cluster, workload *Workload, opts Options, servedOnly bool) (*Preview, error) {
-	left := opts.CPULimit
 	var before []PodResult
 	var beforeStopped *LimitError
+	var beforeErr error
+	var wg sync.WaitGroup
+	left := opts.CPULimit
 	if running != nil {
-		var err error
-		if before, beforeStopped, err = runOrStop(ctx, *running, cluster, workload, opts, &left, servedOnly); err != nil {
-			return nil, err
+		if opts.BothAtOnce {
+			// Each simulation watches the process's CPU time, which counts both: together they
+			// stop at the limit.
+			wg.Go(func() {
+				left := opts.CPULimit
+				before, beforeStopped, beforeErr = runOrStop(ctx, *running, cluster, workload, opts, &left, servedOnly)
+			})
+		} else {
+			before, beforeStopped, beforeErr = runOrStop(ctx, *running, cluster, workload, opts, &left, servedOnly)
+			if beforeErr != nil {
+				return nil, beforeErr
+			}
 		}
 	}
 	after, afterStopped, err := runOrStop(ctx, next, cluster, workload, opts, &left, servedOnly)
-	if err != nil {
+	wg.Wait()
+	if err := cmp.Or(beforeErr, err); err != nil {
 		return nil, err
 	}
 	p := comparePreview(running, before, next, after)

@@ -170,3 +170,44 @@ func TestPreviewChangeSharesCPULimit(t *testing.T) {
 		t.Errorf("an ample CPU time limit changed the preview (-without +with):\n%s", diff)
 	}
 }
+
+// TestPreviewChangeBothAtOnce: simulating the two revisions at the same time gives the preview of
+// simulating them one after the other, and the CPU time limit still bounds the two together:
+// with 1ms, both stop at it.
+func TestPreviewChangeBothAtOnce(t *testing.T) {
+	c, w := tiesCase()
+	for _, o := range c.Objects {
+		if n, ok := o.(*corev1.Node); ok && n.Labels[zoneLabel] != "zone-2" {
+			n.Labels["pool"] = "batch"
+		}
+	}
+	running := renderYAML(t, fmt.Sprintf(poolProfile, "pool", "batch"))
+	for _, next := range []Profile{
+		renderYAML(t, fmt.Sprintf(poolProfile, "pool", "bacth")),
+		renderYAML(t, fmt.Sprintf(poolProfile, "pool-renamed", "batch")),
+		defaultProfile(t),
+	} {
+		oneByOne, err := PreviewChange(context.Background(), &running, next, c, w, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		atOnce, err := PreviewChange(context.Background(), &running, next, c, w, Options{BothAtOnce: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(oneByOne, atOnce); diff != "" {
+			t.Errorf("%s: the preview with both at once (-one by one +at once):\n%s", next.Name, diff)
+		}
+	}
+
+	c, w = manyPodsCase()
+	next := defaultProfile(t)
+	next.Name = "next"
+	spent, err := PreviewChange(context.Background(), &running, next, c, w, Options{CPULimit: time.Millisecond, BothAtOnce: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spent.Running.StoppedByCPU || !spent.New.StoppedByCPU || spent.Pods == len(w.Pods) {
+		t.Errorf("both at once with 1ms of CPU: running %+v, new %+v, %d of %d pods compared; want both stopped at the CPU time limit", spent.Running, spent.New, spent.Pods, len(w.Pods))
+	}
+}

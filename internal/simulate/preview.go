@@ -48,10 +48,11 @@ type RevisionOutcome struct {
 
 // PreviewChange simulates the running revision (nil for none) and then the new one on cluster
 // with workload (both at once with opts.BothAtOnce), each in a scheduler of its own, and compares
-// them. opts.Limit bounds each simulation; opts.CPULimit bounds the two together: the new
-// revision's simulation may use what the running one's left, and does not start when nothing is
-// left. A simulation that reaches a
-// limit is not an error: its outcome says it stopped, and only the pods both decided are compared.
+// them. opts.Limit bounds each simulation; opts.CPULimit bounds the two together: one after the
+// other, the new revision's simulation may use what the running one's left, and does not start
+// when nothing is left; at once, both stop when together they have used it. A simulation that
+// reaches a limit is not an error: its outcome says it stopped, and only the pods both decided
+// are compared.
 func PreviewChange(ctx context.Context, running *Profile, next Profile, cluster *Cluster, workload *Workload, opts Options) (*Preview, error) {
 	return previewChange(ctx, running, next, cluster, workload, opts, false)
 }

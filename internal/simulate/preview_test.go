@@ -97,17 +97,23 @@ spec:
           pool: %s
 `
 
-// TestPreviewChange previews, on the same cluster and workload, a change of a node pool's
-// selector to a value no node carries (every pod the running revision binds is newly
-// unschedulable, with NodePool's reason) and a change that keeps the placements (nothing moves).
-func TestPreviewChange(t *testing.T) {
+// poolCase is tiesCase with the nodes outside zone-2 in pool batch, and the running revision: a
+// NodePool profile of pool batch.
+func poolCase(t *testing.T) (*Cluster, *Workload, Profile) {
 	c, w := tiesCase()
 	for _, o := range c.Objects {
 		if n, ok := o.(*corev1.Node); ok && n.Labels[zoneLabel] != "zone-2" {
 			n.Labels["pool"] = "batch"
 		}
 	}
-	running := renderYAML(t, fmt.Sprintf(poolProfile, "pool", "batch"))
+	return c, w, renderYAML(t, fmt.Sprintf(poolProfile, "pool", "batch"))
+}
+
+// TestPreviewChange previews, on the same cluster and workload, a change of a node pool's
+// selector to a value no node carries (every pod the running revision binds is newly
+// unschedulable, with NodePool's reason) and a change that keeps the placements (nothing moves).
+func TestPreviewChange(t *testing.T) {
+	c, w, running := poolCase(t)
 
 	typo, err := PreviewChange(context.Background(), &running, renderYAML(t, fmt.Sprintf(poolProfile, "pool", "bacth")), c, w, Options{})
 	if err != nil {
@@ -175,13 +181,7 @@ func TestPreviewChangeSharesCPULimit(t *testing.T) {
 // simulating them one after the other, and the CPU time limit still bounds the two together:
 // with 1ms, both stop at it.
 func TestPreviewChangeBothAtOnce(t *testing.T) {
-	c, w := tiesCase()
-	for _, o := range c.Objects {
-		if n, ok := o.(*corev1.Node); ok && n.Labels[zoneLabel] != "zone-2" {
-			n.Labels["pool"] = "batch"
-		}
-	}
-	running := renderYAML(t, fmt.Sprintf(poolProfile, "pool", "batch"))
+	c, w, running := poolCase(t)
 	for _, next := range []Profile{
 		renderYAML(t, fmt.Sprintf(poolProfile, "pool", "bacth")),
 		renderYAML(t, fmt.Sprintf(poolProfile, "pool-renamed", "batch")),

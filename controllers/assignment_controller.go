@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -47,7 +49,7 @@ type assignmentReconciler struct {
 	apiReader client.Reader
 	namespace string
 	// gangs answers whether the cluster serves PodGroups.
-	gangs *servedAPIs
+	gangs *plan.ServedAPIs
 	// stranded looks at the pending pods again when the served names change; served are the
 	// served names of the latest pass.
 	stranded *strandedPods
@@ -88,7 +90,7 @@ var assignmentKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: Ass
 func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{assignmentKey} })
 	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
-		return obj.GetLabels()[labelComponent] == "assignment"
+		return obj.GetLabels()[plan.LabelComponent] == "assignment"
 	}))
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("assignment").
@@ -108,20 +110,14 @@ func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // schedulerServingChange passes the scheduler pods that start or stop serving (podServes): the
 // projections read the configurations of those that serve.
 var schedulerServingChange = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool { return isSchedulerPod(e.Object) },
-	DeleteFunc: func(e event.DeleteEvent) bool { return isSchedulerPod(e.Object) },
+	CreateFunc: func(e event.CreateEvent) bool { return plan.IsSchedulerPod(e.Object) },
+	DeleteFunc: func(e event.DeleteEvent) bool { return plan.IsSchedulerPod(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		a, aok := e.ObjectOld.(*corev1.Pod)
 		b, bok := e.ObjectNew.(*corev1.Pod)
-		return aok && bok && isSchedulerPod(b) && podServes(a) != podServes(b)
+		return aok && bok && plan.IsSchedulerPod(b) && plan.PodServes(a) != plan.PodServes(b)
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
-}
-
-// isSchedulerPod tells whether obj is a scheduler pod of the operator.
-func isSchedulerPod(obj client.Object) bool {
-	l := obj.GetLabels()
-	return l[labelName] == "kube-scheduler" && l[labelManagedBy] == schedulingv1alpha1.FieldManager
 }
 
 // assignmentChange passes the changes of a profile that assignment reads: its scheduler names,
@@ -146,7 +142,7 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 		r.served = served
 		r.stranded.poke()
 	}
-	gangs, err := r.gangs.servesIfAsked(profile.GateAPI{GroupVersion: podGroupsAPI.Group + "/" + podGroupsAPI.Version, Resource: podGroupsAPI.Resource})
+	gangs, err := r.gangs.ServesIfAsked(profile.GateAPI{GroupVersion: podGroupsAPI.Group + "/" + podGroupsAPI.Version, Resource: podGroupsAPI.Resource})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -165,7 +161,7 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	}
 	if !gangs {
 		// PodGroups may be served later: asked again like a gate's missing API.
-		return reconcile.Result{RequeueAfter: apiRecheck}, nil
+		return reconcile.Result{RequeueAfter: plan.APIRecheck}, nil
 	}
 	return reconcile.Result{}, nil
 }
@@ -195,11 +191,11 @@ func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Conte
 	if err := json.Unmarshal(data, ac); err != nil {
 		return fmt.Errorf("decoding %T %s: %w", obj, obj.GetName(), err)
 	}
-	_, err = applyOwned(ctx, r.client, owned{
-		desired:  ac,
-		key:      client.ObjectKeyFromObject(obj),
-		observed: obj.DeepCopyObject().(T),
-		extract: func(live client.Object) (runtime.ApplyConfiguration, error) {
+	_, err = deploy.Apply(ctx, r.client, deploy.Owned{
+		Desired:  ac,
+		Key:      client.ObjectKeyFromObject(obj),
+		Observed: obj.DeepCopyObject().(T),
+		Extract: func(live client.Object) (runtime.ApplyConfiguration, error) {
 			return extract(live.(T), schedulingv1alpha1.FieldManager)
 		},
 	})

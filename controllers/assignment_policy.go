@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 // Names of the admission policies the operator keeps, and of their bindings (each binding has its
@@ -203,7 +204,7 @@ func podCreates() []admissionregistrationv1.NamedRuleWithOperations {
 
 // policyMeta is the metadata of an object of the policies.
 func policyMeta(name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Labels: map[string]string{labelName: "scheduler-profile-operator", labelComponent: "assignment", labelManagedBy: schedulingv1alpha1.FieldManager}}
+	return metav1.ObjectMeta{Name: name, Labels: map[string]string{plan.LabelName: "scheduler-profile-operator", plan.LabelComponent: "assignment", plan.LabelManagedBy: schedulingv1alpha1.FieldManager}}
 }
 
 // assignPolicy assigns a pod of a labelled namespace that is not in a PodGroup.

@@ -50,11 +50,9 @@ func (s settings) memberLimit() int {
 
 // Where the scheduler container finds its configuration and serves its health checks.
 const (
-	configVolume = "config"
 	// schedulerContainer is the name of the scheduler's container.
 	schedulerContainer = "kube-scheduler"
 	configDir          = "/etc/kubernetes/scheduler"
-	configFileKey      = "config.yaml"
 	tmpVolume          = "tmp"
 	securePort         = 10259
 	securePortName     = "https"
@@ -127,7 +125,7 @@ func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.Co
 		WithLabels(proc.labels()).
 		WithLabels(map[string]string{schedulingv1alpha1.LabelConfigHash: cfg.Hash, schedulingv1alpha1.LabelGeneration: strconv.FormatInt(proc.owner.GetGeneration(), 10)}).
 		WithImmutable(true).
-		WithData(map[string]string{configFileKey: string(cfg.YAML)})
+		WithData(map[string]string{plan.ConfigFileKey: string(cfg.YAML)})
 }
 
 // buildDeployment runs the scheduler with the rendered configuration. Leader election is always
@@ -167,7 +165,7 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
 		WithContainers(buildContainer(proc, s, secretMounts)).
 		WithVolumes(
-			corev1ac.Volume().WithName(configVolume).
+			corev1ac.Volume().WithName(plan.ConfigVolume).
 				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(proc.names.configMap(cfg.Hash))),
 			// The secure port's self-signed certificate is written here; the root file
 			// system is read-only.
@@ -237,7 +235,7 @@ func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMo
 			WithRunAsNonRoot(true).
 			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))).
 		WithVolumeMounts(
-			corev1ac.VolumeMount().WithName(configVolume).WithMountPath(configDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(plan.ConfigVolume).WithMountPath(configDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp")).
 		WithVolumeMounts(secretMounts...)
 }
@@ -280,7 +278,7 @@ func mustConvert(typed, applyConfig any) {
 // that the same gates always give the same pod template.
 func schedulerArgs(proc *process) []string {
 	args := []string{
-		"--config=" + configDir + "/" + configFileKey,
+		"--config=" + configDir + "/" + plan.ConfigFileKey,
 		fmt.Sprintf("--secure-port=%d", securePort),
 		"--cert-dir=/tmp",
 		fmt.Sprintf("--v=%d", ptr.Deref(proc.run.LogVerbosity, defaultLogVerbosity)),

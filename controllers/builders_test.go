@@ -19,6 +19,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -303,9 +304,9 @@ func TestAppliedObjectsShareNoMaps(t *testing.T) {
 			proc, cfg := dedicated(p), testConfig(t, p)
 			before := marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.image))
 			for _, o := range r.desiredObjects(proc, cfg, testSettings.image) {
-				answer := addKeyToEveryObject(t, o.desired)
-				if err := json.Unmarshal(answer, o.desired); err != nil {
-					t.Fatalf("decoding the answer into %T: %v", o.desired, err)
+				answer := addKeyToEveryObject(t, o.Desired)
+				if err := json.Unmarshal(answer, o.Desired); err != nil {
+					t.Fatalf("decoding the answer into %T: %v", o.Desired, err)
 				}
 			}
 			if diff := cmp.Diff(before, marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.image))); diff != "" {
@@ -315,11 +316,11 @@ func TestAppliedObjectsShareNoMaps(t *testing.T) {
 	}
 }
 
-func marshalDesired(t *testing.T, objs []owned) []string {
+func marshalDesired(t *testing.T, objs []deploy.Owned) []string {
 	t.Helper()
 	var out []string
 	for _, o := range objs {
-		data, err := json.Marshal(o.desired)
+		data, err := json.Marshal(o.Desired)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,4 +361,19 @@ func addKeyToEveryObject(t *testing.T, obj any) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestFeatureGatesArg: the gates reach the scheduler as one sorted --feature-gates argument, so
+// the same gates always give the same pod template.
+func TestFeatureGatesArg(t *testing.T) {
+	p := testutil.MakeProfile("g").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{"GenericWorkload": true, "CompositePodGroup": false}}).Obj()
+	args := schedulerArgs(dedicated(p))
+	if got := args[len(args)-1]; got != "--feature-gates=CompositePodGroup=false,GenericWorkload=true" {
+		t.Errorf("last arg %q", got)
+	}
+	for _, a := range schedulerArgs(dedicated(testutil.MakeProfile("none").Obj())) {
+		if strings.HasPrefix(a, "--feature-gates") {
+			t.Errorf("a profile without gates got %q", a)
+		}
+	}
 }

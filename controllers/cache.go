@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 // CacheOptions keep the manager's cache to what the operator manages: namespaced objects of the
@@ -20,7 +21,7 @@ import (
 // cluster's ConfigMaps, ReplicaSets or ClusterRoleBindings; of the Namespaces, only those that
 // assign their pods to a scheduler name.
 func CacheOptions(namespace string) cache.Options {
-	managed := labels.SelectorFromSet(labels.Set{labelManagedBy: schedulingv1alpha1.FieldManager})
+	managed := labels.SelectorFromSet(labels.Set{plan.LabelManagedBy: schedulingv1alpha1.FieldManager})
 	inNamespace := map[string]cache.Config{namespace: {}}
 	byObject := map[client.Object]cache.ByObject{
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -90,7 +91,7 @@ func fieldIndexes(image string, ms *memos) []fieldIndex {
 		return keys
 	}
 	bySpec := func(spec *corev1.PodSpec) []string {
-		if cm := configMapOf(spec); cm != "" {
+		if cm := plan.ConfigMapOf(spec); cm != "" {
 			return []string{cm}
 		}
 		return nil
@@ -139,7 +140,7 @@ func fieldIndexes(image string, ms *memos) []fieldIndex {
 // holds only the operator's); none for a ConfigMap without one or one that does not parse.
 func configSchedulerNames(ms *memos, obj client.Object) []string {
 	cm := obj.(*corev1.ConfigMap)
-	if _, ok := cm.Data[configFileKey]; !ok {
+	if _, ok := cm.Data[plan.ConfigFileKey]; !ok {
 		return nil
 	}
 	profiles, err := ms.profilesIn(cm)
@@ -155,5 +156,5 @@ func configSchedulerNames(ms *memos, obj client.Object) []string {
 
 // isScheduler tells whether a Deployment is a scheduler the operator manages.
 func isScheduler(d *appsv1.Deployment) bool {
-	return d.Labels[labelName] == "kube-scheduler" && d.Labels[labelManagedBy] == schedulingv1alpha1.FieldManager
+	return d.Labels[plan.LabelName] == "kube-scheduler" && d.Labels[plan.LabelManagedBy] == schedulingv1alpha1.FieldManager
 }

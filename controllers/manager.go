@@ -112,7 +112,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	// One processObjects, built here from o, is what both reconcilers and admission plan,
 	// render and apply with: the same settings, thresholds, previews, memos, metrics and upgrade
 	// lock.
-	objects := processObjects{client: mgr.GetClient(), apis: newServedAPIs(d), settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight,
+	objects := processObjects{client: mgr.GetClient(), apis: plan.NewServedAPIs(d), settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight,
 		memos: newMemos(), metrics: metrics.New(), upgradeMu: &sync.Mutex{}}
 	if err := objects.metrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the operator's metrics: %w", err)
@@ -142,7 +142,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assignment := &assignmentReconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), namespace: o.Namespace, gangs: newServedAPIs(apis), stranded: reconciler.stranded,
+	assignment := &assignmentReconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), namespace: o.Namespace, gangs: plan.NewServedAPIs(apis), stranded: reconciler.stranded,
 		restrictions: runningRestrictions{}, memos: objects.memos}
 	if err := assignment.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)

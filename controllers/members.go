@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -431,7 +432,9 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 // names (configSchedulerNames) and the passes that read the running entries alike. The result
 // is shared: only read it.
 func (ms *memos) profilesIn(cm *corev1.ConfigMap) (map[string]profile.Profile, error) {
-	parse := func() (map[string]profile.Profile, error) { return profile.ProfilesIn([]byte(cm.Data[configFileKey])) }
+	parse := func() (map[string]profile.Profile, error) {
+		return profile.ProfilesIn([]byte(cm.Data[plan.ConfigFileKey]))
+	}
 	if cm.UID == "" || ms == nil {
 		return parse()
 	}
@@ -463,7 +466,7 @@ func processSettings(proc *process, s settings) profile.Process {
 // schedulersWithLeavingMembers enqueues, on an event of a scheduler Deployment, the Schedulers
 // that still serve a profile that left them: the profile's new scheduler may serve it now.
 func (r *processObjects) schedulersWithLeavingMembers(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetLabels()[labelManagedBy] != schedulingv1alpha1.FieldManager {
+	if obj.GetLabels()[plan.LabelManagedBy] != schedulingv1alpha1.FieldManager {
 		return nil
 	}
 	var schedulers schedulingv1alpha1.SchedulerList

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
@@ -43,7 +44,7 @@ func TestSchedulersWithLeavingMembers(t *testing.T) {
 		testutil.MakeProfile("own").Obj(),
 	}
 	r := fakeObjects(objs...)
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x.scheduler", Namespace: testSettings.namespace, Labels: map[string]string{labelManagedBy: schedulingv1alpha1.FieldManager}}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x.scheduler", Namespace: testSettings.namespace, Labels: map[string]string{plan.LabelManagedBy: schedulingv1alpha1.FieldManager}}}
 	var got []string
 	for _, req := range r.schedulersWithLeavingMembers(t.Context(), d) {
 		got = append(got, req.Name)

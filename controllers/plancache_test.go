@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -153,7 +154,7 @@ func TestConfigMapParsedOnce(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "batch.config-" + cfg.Hash, Namespace: "ns", UID: types.UID("uid-parsed-once")},
-		Data:       map[string]string{configFileKey: string(cfg.YAML)},
+		Data:       map[string]string{plan.ConfigFileKey: string(cfg.YAML)},
 	}
 	ms := newMemos()
 	names := configSchedulerNames(ms, cm)

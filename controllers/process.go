@@ -138,16 +138,16 @@ func (proc *process) gatesPath() *field.Path {
 // labels are the labels of every object of the process.
 func (proc *process) labels() map[string]string {
 	return map[string]string{
-		labelName:       "kube-scheduler",
-		labelInstance:   proc.owner.GetName(),
-		labelManagedBy:  schedulingv1alpha1.FieldManager,
-		labelComponent:  "scheduler",
-		proc.ownerLabel: proc.owner.GetName(),
+		plan.LabelName:      "kube-scheduler",
+		plan.LabelInstance:  proc.owner.GetName(),
+		plan.LabelManagedBy: schedulingv1alpha1.FieldManager,
+		plan.LabelComponent: "scheduler",
+		proc.ownerLabel:     proc.owner.GetName(),
 	}
 }
 
 // selectorLabels select the scheduler pods of the process; they never change, since a
 // Deployment's selector is immutable.
 func (proc *process) selectorLabels() map[string]string {
-	return map[string]string{labelName: "kube-scheduler", proc.ownerLabel: proc.owner.GetName()}
+	return map[string]string{plan.LabelName: "kube-scheduler", proc.ownerLabel: proc.owner.GetName()}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -41,7 +43,7 @@ type processObjects struct {
 	settings settings
 	// apis checks through the apiserver's discovery the APIs that feature gates need; nil skips
 	// the check.
-	apis *servedAPIs
+	apis *plan.ServedAPIs
 	// rollout decides when a rollout has failed for good; zero fields take the defaults.
 	rollout RolloutThresholds
 	// upgradeMaxInFlight is how many schedulers a change of the operator's scheduler image
@@ -84,7 +86,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	}
 	objs := r.desiredObjects(proc, cfg, st.upgrade.image)
 	last := len(objs) - 1
-	desired := objs[last].desired.(*appsv1ac.DeploymentApplyConfiguration)
+	desired := objs[last].Desired.(*appsv1ac.DeploymentApplyConfiguration)
 	stampApplied(desired, live, time.Now())
 	oneLeaderStrategy(proc, desired, live)
 	carryImageRollback(desired, live, r.settings.image)
@@ -116,7 +118,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		return nil, st, err
 	}
 	d, err := r.liveDeployment(ctx, proc)
-	if applied, ok := objs[len(objs)-1].desired.(*appsv1ac.DeploymentApplyConfiguration); ok && err == nil && live != nil && !r.upgraded(live) {
+	if applied, ok := objs[len(objs)-1].Desired.(*appsv1ac.DeploymentApplyConfiguration); ok && err == nil && live != nil && !r.upgraded(live) {
 		// In the wave (upgradeMu held): the next pass counts this one in flight from the cache.
 		d, err = r.cachedTemplate(ctx, proc, applied.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision])
 	}
@@ -132,7 +134,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		st.rollbackRefused = refused
 		return d, st, err
 	}
-	if err := r.applyAll(ctx, []owned{*rollback}); err != nil {
+	if err := r.applyAll(ctx, []deploy.Owned{*rollback}); err != nil {
 		return d, st, err
 	}
 	d, err = r.liveDeployment(ctx, proc)
@@ -141,10 +143,10 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 
 // desiredObjects are the objects of a process with a valid configuration, the ConfigMap before
 // the Deployment that mounts it, whose scheduler runs image.
-func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, image string) []owned {
+func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, image string) []deploy.Owned {
 	s := r.settings
 	s.image = image
-	objs := []owned{
+	objs := []deploy.Owned{
 		newOwned(proc, buildServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
 		newOwned(proc, buildClusterRoleBinding(proc, s, kubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
 		newOwned(proc, buildClusterRoleBinding(proc, s, volumeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
@@ -172,7 +174,7 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, imag
 // An apply decodes the apiserver's answer into its configuration, so that applies at once are
 // safe only because no configuration shares a map with another or with the builders' inputs
 // (TestAppliedObjectsShareNoMaps).
-func (r *processObjects) applyAll(ctx context.Context, objs []owned) error {
+func (r *processObjects) applyAll(ctx context.Context, objs []deploy.Owned) error {
 	for _, wave := range applyWaves(objs) {
 		var g errgroup.Group
 		for _, o := range wave {
@@ -187,28 +189,28 @@ func (r *processObjects) applyAll(ctx context.Context, objs []owned) error {
 
 // applyWaves splits objs into the waves of applyAll: the independent ones, the RoleBindings of a
 // Role among objs, and the last object.
-func applyWaves(objs []owned) [][]owned {
+func applyWaves(objs []deploy.Owned) [][]deploy.Owned {
 	if len(objs) == 0 {
 		return nil
 	}
 	last := len(objs) - 1
 	roles := map[client.ObjectKey]bool{}
 	for _, o := range objs[:last] {
-		if _, ok := o.desired.(*rbacv1ac.RoleApplyConfiguration); ok {
-			roles[o.key] = true
+		if _, ok := o.Desired.(*rbacv1ac.RoleApplyConfiguration); ok {
+			roles[o.Key] = true
 		}
 	}
-	var independent, bindings []owned
+	var independent, bindings []deploy.Owned
 	for _, o := range objs[:last] {
-		if rb, ok := o.desired.(*rbacv1ac.RoleBindingApplyConfiguration); ok && rb.RoleRef != nil &&
-			ptr.Deref(rb.RoleRef.Kind, "") == "Role" && roles[client.ObjectKey{Namespace: o.key.Namespace, Name: ptr.Deref(rb.RoleRef.Name, "")}] {
+		if rb, ok := o.Desired.(*rbacv1ac.RoleBindingApplyConfiguration); ok && rb.RoleRef != nil &&
+			ptr.Deref(rb.RoleRef.Kind, "") == "Role" && roles[client.ObjectKey{Namespace: o.Key.Namespace, Name: ptr.Deref(rb.RoleRef.Name, "")}] {
 			bindings = append(bindings, o)
 			continue
 		}
 		independent = append(independent, o)
 	}
-	var waves [][]owned
-	for _, w := range [][]owned{independent, bindings, objs[last:]} {
+	var waves [][]deploy.Owned
+	for _, w := range [][]deploy.Owned{independent, bindings, objs[last:]} {
 		if len(w) > 0 {
 			waves = append(waves, w)
 		}
@@ -217,10 +219,10 @@ func applyWaves(objs []owned) [][]owned {
 }
 
 // applyLogged applies o and logs it when it changed.
-func (r *processObjects) applyLogged(ctx context.Context, o owned) error {
+func (r *processObjects) applyLogged(ctx context.Context, o deploy.Owned) error {
 	changed, err := r.apply(ctx, o)
 	if changed {
-		log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.observed), "object", klog.KRef(o.key.Namespace, o.key.Name))
+		log.FromContext(ctx).V(1).Info("Applied", "kind", kindOf(o.Observed), "object", klog.KRef(o.Key.Namespace, o.Key.Name))
 	}
 	return err
 }
@@ -407,7 +409,7 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 // failedImage is the image of the revision rolled back from; a rollback to another image stops
 // the upgrade wave of that image (markImageRollback), and a rollback keeps the mark of an
 // earlier one (carryImageRollback).
-func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (rollback *owned, refused string, err error) {
+func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (rollback *deploy.Owned, refused string, err error) {
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
 		return nil, "", fmt.Errorf("listing ReplicaSets: %w", err)

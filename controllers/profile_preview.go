@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,7 +38,7 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 		if !req.Key.Changes() {
 			return preview.Gate{}, nil
 		}
-		data := []byte(running.Data[configFileKey])
+		data := []byte(running.Data[plan.ConfigFileKey])
 		req.Running = &simulate.Profile{Name: req.Key.From, Config: data, FeatureGates: gates}
 		req.SchedulerNames = servedNamesOfConfig(data, req.SchedulerNames)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/projection"
 )
 
@@ -27,7 +28,7 @@ func (m runningRestrictions) of(cm *corev1.ConfigMap) (map[string]projection.Res
 	if r, ok := m[cm.UID]; ok {
 		return r, nil
 	}
-	r, err := projection.Of([]byte(cm.Data[configFileKey]))
+	r, err := projection.Of([]byte(cm.Data[plan.ConfigFileKey]))
 	if err != nil {
 		return nil, fmt.Errorf("reading the node restrictions of ConfigMap %s: %w", cm.Name, err)
 	}
@@ -44,7 +45,7 @@ func (m runningRestrictions) of(cm *corev1.ConfigMap) (map[string]projection.Res
 // whose running pods disagree (a rollout that changes them, both revisions ready) gets none
 // until one revision is left: either might place the pod.
 func (r *assignmentReconciler) projections(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile) (projectedNames, error) {
-	mounts, err := servingMounts(ctx, r.client, r.namespace, nil)
+	mounts, err := plan.ServingMounts(ctx, r.client, r.namespace, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (r *assignmentReconciler) projections(ctx context.Context, profiles []sched
 	mixed := map[string]bool{}
 	seen := map[string]bool{}
 	for _, m := range mounts {
-		cmName := m.configMap
+		cmName := m.ConfigMap
 		if cmName == "" || seen[cmName] {
 			continue
 		}

@@ -25,7 +25,7 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (fiel
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := r.apis.firstMissing(proc.run.FeatureGates)
+	req, err := r.apis.FirstMissing(proc.run.FeatureGates)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,7 +34,7 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (fiel
 		if !req.ByDefault {
 			path = path.Child(req.Gate)
 		}
-		errs = append(errs, field.Invalid(path, field.OmitValueType{}, apiMissingMessage(*req, "")))
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, plan.APIMissingMessage(*req, "")))
 	}
 	return errs, warnings, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -79,7 +80,7 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				if resources == nil {
 					resources = served
 				}
-				r.apis = newServedAPIs(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}})
+				r.apis = plan.NewServedAPIs(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}})
 				var extenders []schedulingv1alpha1.Extender
 				if tc.secrets != nil || tc.wantWarnings != nil {
 					extenders = withTLSExtenders("x", "a").Spec.Extenders

@@ -25,6 +25,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil/fifosort"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
@@ -275,12 +276,12 @@ func TestProfileValidatorRenameOntoServedName(t *testing.T) {
 	young := createdAt(testutil.MakeProfile("young").SchedulerName("team").Obj(), 5)
 	serving := []client.Object{
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-config-1"},
-			Data: map[string]string{configFileKey: "profiles:\n- schedulerName: team\n"}},
+			Data: map[string]string{plan.ConfigFileKey: "profiles:\n- schedulerName: team\n"}},
 		&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-scheduler",
-				Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "young"}},
+				Labels: map[string]string{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "young"}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+				Volumes: []corev1.Volume{{Name: plan.ConfigVolume, VolumeSource: corev1.VolumeSource{
 					ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "young-config-1"}}}}}}}},
 		},
 	}

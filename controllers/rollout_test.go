@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -427,7 +428,7 @@ func TestRollbackChecksConsent(t *testing.T) {
 				t.Fatalf("rollback %v with refusal %q: a rollback is made exactly when it is not refused", rollback, refused)
 			}
 			if rollback != nil {
-				d := typed[appsv1.Deployment](t, rollback.desired)
+				d := typed[appsv1.Deployment](t, rollback.Desired)
 				if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; got != "r1" {
 					t.Errorf("the rollback applies revision %q, want r1", got)
 				}
@@ -467,7 +468,7 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 	// The dedicated profile "left" now serves the name the old revision had for a member.
 	taken := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "left-scheduler",
-			Labels: map[string]string{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "left"}},
+			Labels: map[string]string{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "left"}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: mounting("left-config-1")}},
 	}
 	live := &appsv1.Deployment{}
@@ -525,7 +526,7 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 			if err != nil || refused != "" || rollback == nil {
 				t.Fatalf("rollback %v, refused %q, err %v", rollback, refused, err)
 			}
-			d := typed[appsv1.Deployment](t, rollback.desired)
+			d := typed[appsv1.Deployment](t, rollback.Desired)
 			if got, ok := d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.image) {
 				t.Errorf("the rollback's mark is %q (set: %v), want set: %v", got, ok, tc.wantMark)
 			}

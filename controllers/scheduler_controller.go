@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -145,7 +146,7 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s", rolloutFailedMessage(obs.rollout))
 		}
 	}
-	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
+	return ctrl.Result{RequeueAfter: plan.Recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
 }
 
 // degradedMessage is the message of the Scheduler's Degraded condition when it has reason; "" otherwise.
@@ -211,7 +212,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		obs.invalid = err.Error()
 		return obs, nil
 	}
-	if obs.apiMissing, err = r.apis.missing(obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.Missing(obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {

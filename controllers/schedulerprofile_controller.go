@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -78,7 +79,7 @@ type SchedulerProfileReconciler struct {
 // image, the image of kube-scheduler with this project's plugins. d answers which APIs and
 // which version the apiserver serves; nil skips those checks.
 func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return newSchedulerProfileReconciler(processObjects{client: c, apis: newServedAPIs(d), settings: settings{namespace: namespace, image: image}}, d, recorder)
+	return newSchedulerProfileReconciler(processObjects{client: c, apis: plan.NewServedAPIs(d), settings: settings{namespace: namespace, image: image}}, d, recorder)
 }
 
 // newSchedulerProfileReconciler returns the reconciler that SetupManager runs, with the operator's processObjects.
@@ -160,7 +161,7 @@ var servingChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		a, aok := e.ObjectOld.(*corev1.Pod)
 		b, bok := e.ObjectNew.(*corev1.Pod)
-		return aok && bok && podServes(a) != podServes(b)
+		return aok && bok && plan.PodServes(a) != plan.PodServes(b)
 	},
 }
 
@@ -254,7 +255,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	r.recordEvents(before, p)
 	recordMetrics(r.metrics, before, p, obs)
-	return ctrl.Result{RequeueAfter: recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
+	return ctrl.Result{RequeueAfter: plan.Recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
 }
 
 // observation is what one pass found and did; the status is computed from it.
@@ -367,7 +368,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, nil
 	}
 	r.observeAdvice(ctx, p, proc, obs)
-	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.Missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
@@ -496,7 +497,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	// The Scheduler's reconciler holds the rollout back for a missing API or a version skew: say
 	// so here too.
-	if obs.apiMissing, err = r.apis.missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.Missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -129,19 +130,13 @@ func (r *processObjects) servedNamesIndex(ctx context.Context) (servedNames, err
 	return r.servedNamesOf(ctx, nil)
 }
 
-// schedulerMount is the configuration that a scheduler Deployment or pod mounts, with its labels.
-type schedulerMount struct {
-	labels    map[string]string
-	configMap string
-}
-
 // servedNamesOf is servedNamesIndex for the scheduler names in names, or for every name when
 // names is nil: through the cache's indexes, it reads only the ConfigMaps that hold one of them
 // and the Deployments and pods that mount those, so that its cost does not grow with the number
 // of schedulers. The index it returns may hold other names, which only the mounts read serve.
 func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (servedNames, error) {
 	reader := r.client
-	var mounts []schedulerMount
+	var mounts []plan.SchedulerMount
 	if names == nil {
 		var err error
 		if mounts, err = r.mountsOf(ctx, nil); err != nil {
@@ -171,25 +166,25 @@ func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (ser
 
 // attribute reads which profile each mount serves each scheduler name for. A Scheduler's names
 // are attributed to its members by its status.
-func (r *processObjects) attribute(ctx context.Context, mounts []schedulerMount) (servedNames, error) {
+func (r *processObjects) attribute(ctx context.Context, mounts []plan.SchedulerMount) (servedNames, error) {
 	reader := r.client
 	index := servedNames{}
 	members := map[string]map[string]string{} // Scheduler -> scheduler name -> profile
 	for _, m := range mounts {
-		if m.configMap == "" {
+		if m.ConfigMap == "" {
 			continue
 		}
-		names, err := r.namesIn(ctx, reader, m.configMap)
+		names, err := r.namesIn(ctx, reader, m.ConfigMap)
 		if err != nil {
 			return nil, err
 		}
-		if p := m.labels[schedulingv1alpha1.LabelProfile]; p != "" {
+		if p := m.Labels[schedulingv1alpha1.LabelProfile]; p != "" {
 			for _, n := range names {
 				index.add(n, p)
 			}
 			continue
 		}
-		s := m.labels[schedulingv1alpha1.LabelScheduler]
+		s := m.Labels[schedulingv1alpha1.LabelScheduler]
 		if s == "" {
 			continue
 		}
@@ -214,8 +209,8 @@ func (r *processObjects) attribute(ctx context.Context, mounts []schedulerMount)
 
 // mountsOf reads the configurations mounted by the scheduler Deployments with replicas and the
 // scheduler pods of the operator's namespace that match (all of them for nil).
-func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) ([]schedulerMount, error) {
-	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager},
+func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) ([]plan.SchedulerMount, error) {
+	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager},
 		client.UnsafeDisableDeepCopy} // only read: the cache's own objects spare a copy of every Deployment and pod per pass
 	if match != nil {
 		opts = append(opts, match)
@@ -228,15 +223,15 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 	if err := r.client.List(ctx, &pods, opts...); err != nil {
 		return nil, fmt.Errorf("listing scheduler pods: %w", err)
 	}
-	var mounts []schedulerMount
+	var mounts []plan.SchedulerMount
 	for i := range deployments.Items {
 		if d := &deployments.Items[i]; replicas(d.Spec.Replicas) > 0 {
-			mounts = append(mounts, schedulerMount{d.Labels, configMapOf(&d.Spec.Template.Spec)})
+			mounts = append(mounts, plan.SchedulerMount{Labels: d.Labels, ConfigMap: plan.ConfigMapOf(&d.Spec.Template.Spec)})
 		}
 	}
 	for i := range pods.Items {
 		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			mounts = append(mounts, schedulerMount{p.Labels, configMapOf(&p.Spec)})
+			mounts = append(mounts, plan.SchedulerMount{Labels: p.Labels, ConfigMap: plan.ConfigMapOf(&p.Spec)})
 		}
 	}
 	return mounts, nil
@@ -249,45 +244,11 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 // until its last pod is gone, it holds only what schedules pods now. It is the status's
 // servedSchedulerName, which namespace assignment (its policies' params, stranded pods) reads.
 func (r *processObjects) runningNames(ctx context.Context, match client.ListOption) (servedNames, error) {
-	mounts, err := servingMounts(ctx, r.client, r.settings.namespace, match)
+	mounts, err := plan.ServingMounts(ctx, r.client, r.settings.namespace, match)
 	if err != nil {
 		return nil, err
 	}
 	return r.attribute(ctx, mounts)
-}
-
-// servingMounts are the configurations mounted by the scheduler pods of namespace ns, among
-// those that match (every one for nil), that schedule pods now (podServes).
-func servingMounts(ctx context.Context, c client.Reader, ns string, match client.ListOption) ([]schedulerMount, error) {
-	opts := []client.ListOption{client.InNamespace(ns), client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager},
-		client.UnsafeDisableDeepCopy} // only read
-	if match != nil {
-		opts = append(opts, match)
-	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, opts...); err != nil {
-		return nil, fmt.Errorf("listing scheduler pods: %w", err)
-	}
-	var mounts []schedulerMount
-	for i := range pods.Items {
-		if p := &pods.Items[i]; podServes(p) {
-			mounts = append(mounts, schedulerMount{p.Labels, configMapOf(&p.Spec)})
-		}
-	}
-	return mounts, nil
-}
-
-// podServes tells whether a scheduler pod schedules pods now: running, ready, not being deleted.
-func podServes(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // servedNameOf is the scheduler name that index serves for a profile; "" when none. A profile is
@@ -321,16 +282,6 @@ func servedMembers(ctx context.Context, reader client.Reader, name string) (map[
 		out[m.SchedulerName] = m.Name
 	}
 	return out, nil
-}
-
-// configMapOf is the ConfigMap a scheduler pod spec mounts its configuration from.
-func configMapOf(spec *corev1.PodSpec) string {
-	for _, v := range spec.Volumes {
-		if v.Name == configVolume && v.ConfigMap != nil {
-			return v.ConfigMap.Name
-		}
-	}
-	return ""
 }
 
 // namesIn are the scheduler names of the configuration in a ConfigMap of the operator's
@@ -387,7 +338,7 @@ func (r *processObjects) stopServing(ctx context.Context, proc *process, obs *ob
 // profile to its request, if any.
 func enqueueWaitingForNames(c client.Reader, request func(*schedulingv1alpha1.SchedulerProfile) (string, bool)) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		if obj.GetLabels()[labelManagedBy] != schedulingv1alpha1.FieldManager {
+		if obj.GetLabels()[plan.LabelManagedBy] != schedulingv1alpha1.FieldManager {
 			return nil
 		}
 		var list schedulingv1alpha1.SchedulerProfileList
@@ -419,7 +370,7 @@ func waitingScheduler(p *schedulingv1alpha1.SchedulerProfile) (string, bool) {
 // that left the Scheduler, whose name a profile took once the old pods were gone), and two
 // schedulers must never serve one name.
 func (r *processObjects) nameTakenBack(ctx context.Context, proc *process, t *corev1.PodTemplateSpec) (string, error) {
-	cm := configMapOf(&t.Spec)
+	cm := plan.ConfigMapOf(&t.Spec)
 	if cm == "" {
 		return "", nil
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -133,7 +134,7 @@ func TestNameOwner(t *testing.T) {
 func TestServedNamesIndex(t *testing.T) {
 	config, mounting := configWithNames, mountingConfig
 	managed := func(ownerLabel, owner string) map[string]string {
-		return map[string]string{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager, ownerLabel: owner}
+		return map[string]string{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager, ownerLabel: owner}
 	}
 	deployment := func(name string, labels map[string]string, n int32, cm string) *appsv1.Deployment {
 		return &appsv1.Deployment{
@@ -240,11 +241,11 @@ func configWithNames(name string, schedulerNames ...string) *corev1.ConfigMap {
 	for _, n := range schedulerNames {
 		data += "- schedulerName: " + n + "\n"
 	}
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{configFileKey: data}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{plan.ConfigFileKey: data}}
 }
 
 // mountingConfig is a pod spec that mounts the configuration of a ConfigMap.
 func mountingConfig(cm string) corev1.PodSpec {
-	return corev1.PodSpec{Volumes: []corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
+	return corev1.PodSpec{Volumes: []corev1.Volume{{Name: plan.ConfigVolume, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
@@ -33,8 +34,8 @@ func withServerVersion(d discovery.ServerResourcesInterface, v discovery.ServerV
 }
 
 // versionRecheck is how often the apiserver's version is read again: an upgrade of the control
-// plane changes it under a running operator. A refused rollout is retried as often (apiRecheck).
-const versionRecheck = apiRecheck
+// plane changes it under a running operator. A refused rollout is retried as often (plan.APIRecheck).
+const versionRecheck = plan.APIRecheck
 
 // serverVersion reads the apiserver's version through discovery and keeps it for versionRecheck,
 // so that a pass does not cost a request.

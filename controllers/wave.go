@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -142,7 +144,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 	}
 	var list appsv1.DeploymentList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace),
-		client.MatchingLabels{labelName: "kube-scheduler", labelManagedBy: schedulingv1alpha1.FieldManager}); err != nil {
+		client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager}); err != nil {
 		return upgradeStep{}, fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
 	moving, held, err := r.movingOwners(ctx)
@@ -230,7 +232,7 @@ func (r *processObjects) runHeld(ctx context.Context, proc *process, live *appsv
 		d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.image))
 		stampApplied(d, live, time.Now())
 		oneLeaderStrategy(proc, d, live)
-		if err := r.applyAll(ctx, []owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
+		if err := r.applyAll(ctx, []deploy.Owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
 			return live, st, err
 		}
 		if live, err = r.cachedTemplate(ctx, proc, d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]); err != nil || live == nil {
@@ -247,7 +249,7 @@ func (r *processObjects) runHeld(ctx context.Context, proc *process, live *appsv
 		st.rollbackRefused = refused
 		return live, st, err
 	}
-	if err := r.applyAll(ctx, []owned{*rollback}); err != nil {
+	if err := r.applyAll(ctx, []deploy.Owned{*rollback}); err != nil {
 		return live, st, err
 	}
 	live, err = r.liveDeployment(ctx, proc)
@@ -383,7 +385,7 @@ func carryImageRollback(desired *appsv1ac.DeploymentApplyConfiguration, live *ap
 // whose Deployment is not on the operator's image or lease: one may have its turn now.
 func (r *processObjects) enqueueHeldSchedulers(ownerLabel string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		if obj.GetLabels()[labelManagedBy] != schedulingv1alpha1.FieldManager {
+		if obj.GetLabels()[plan.LabelManagedBy] != schedulingv1alpha1.FieldManager {
 			return nil
 		}
 		return r.heldOwners(ctx, ownerLabel)

@@ -18,6 +18,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/certs"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
 
@@ -87,7 +88,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	// The reviews plan with the reconcilers' settings, through clients and a discovery of their
 	// own, and run no previews.
 	objects := base
-	objects.client, objects.apis, objects.previews = direct, newServedAPIs(apis), nil
+	objects.client, objects.apis, objects.previews = direct, plan.NewServedAPIs(apis), nil
 	cached := objects
 	cached.client = mgr.GetClient()
 	register := func() error {

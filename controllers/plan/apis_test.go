@@ -1,4 +1,4 @@
-package controllers
+package plan
 
 import (
 	"slices"
@@ -8,9 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
-
-	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 func TestMissingAPI(t *testing.T) {
@@ -46,7 +43,7 @@ func TestMissingAPI(t *testing.T) {
 				resources = append(resources, resourceV1)
 			}
 			d := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}}
-			got, err := newServedAPIs(d).missing(tc.gates)
+			got, err := NewServedAPIs(d).Missing(tc.gates)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,10 +58,10 @@ func TestMissingAPI(t *testing.T) {
 // is found once turned on; a served one is asked for once.
 func TestServedAPIsAreAskedUntilServed(t *testing.T) {
 	fake := &clienttesting.Fake{}
-	apis := newServedAPIs(&fakediscovery.FakeDiscovery{Fake: fake})
+	apis := NewServedAPIs(&fakediscovery.FakeDiscovery{Fake: fake})
 	gang := map[string]bool{"GenericWorkload": true, "DRADeviceTaintRules": false}
 	for range 2 {
-		if got, err := apis.missing(gang); err != nil || got == "" {
+		if got, err := apis.Missing(gang); err != nil || got == "" {
 			t.Fatalf("missing = %q, %v; want the API missing", got, err)
 		}
 	}
@@ -73,26 +70,11 @@ func TestServedAPIsAreAskedUntilServed(t *testing.T) {
 	}
 	fake.Resources = []*metav1.APIResourceList{{GroupVersion: "scheduling.k8s.io/v1beta1", APIResources: []metav1.APIResource{{Name: "podgroups"}}}}
 	for range 3 {
-		if got, err := apis.missing(gang); err != nil || got != "" {
+		if got, err := apis.Missing(gang); err != nil || got != "" {
 			t.Fatalf("missing = %q, %v; want the API served", got, err)
 		}
 	}
 	if n := len(fake.Actions()); n != 3 {
 		t.Errorf("after it was served, 3 more checks asked discovery %d times in all, want 3 (once more)", n)
-	}
-}
-
-// TestFeatureGatesArg: the gates reach the scheduler as one sorted --feature-gates argument, so
-// the same gates always give the same pod template.
-func TestFeatureGatesArg(t *testing.T) {
-	p := testutil.MakeProfile("g").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{FeatureGates: map[string]bool{"GenericWorkload": true, "CompositePodGroup": false}}).Obj()
-	args := schedulerArgs(dedicated(p))
-	if got := args[len(args)-1]; got != "--feature-gates=CompositePodGroup=false,GenericWorkload=true" {
-		t.Errorf("last arg %q", got)
-	}
-	for _, a := range schedulerArgs(dedicated(testutil.MakeProfile("none").Obj())) {
-		if strings.HasPrefix(a, "--feature-gates") {
-			t.Errorf("a profile without gates got %q", a)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package plan
 
 import (
 	"fmt"
@@ -11,43 +11,43 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// apiRecheck is how often a refusal for a missing API is checked again: an API can be turned on
+// APIRecheck is how often a refusal for a missing API is checked again: an API can be turned on
 // later, without any change to the profile.
-const apiRecheck = time.Minute
+const APIRecheck = time.Minute
 
-// servedAPIs answers, through the apiserver's discovery, whether the cluster serves the APIs that
+// ServedAPIs answers, through the apiserver's discovery, whether the cluster serves the APIs that
 // feature gates need. An API that is served is remembered: it does not go away under a running
 // scheduler, and asking on every reconcile of a process with gates would send a request each
-// time. One that is not served is asked again each time (every apiRecheck).
-type servedAPIs struct {
+// time. One that is not served is asked again each time (every APIRecheck).
+type ServedAPIs struct {
 	discovery discovery.ServerResourcesInterface
 	// served holds the profile.GateAPIs found served.
 	served sync.Map
 }
 
-// newServedAPIs returns the APIs that d serves; nil (no checks) for a nil d.
-func newServedAPIs(d discovery.ServerResourcesInterface) *servedAPIs {
+// NewServedAPIs returns the APIs that d serves; nil (no checks) for a nil d.
+func NewServedAPIs(d discovery.ServerResourcesInterface) *ServedAPIs {
 	if d == nil {
 		return nil
 	}
-	return &servedAPIs{discovery: d}
+	return &ServedAPIs{discovery: d}
 }
 
-// missing describes the first API that the scheduler's gates (profile.RequiredAPIs: those set
+// Missing describes the first API that the scheduler's gates (profile.RequiredAPIs: those set
 // on, and those on by default) need and the cluster does not serve; "" when all are served (or
 // nothing can be asked). A scheduler started without it waits for its caches forever and never
 // schedules anything.
-func (s *servedAPIs) missing(gates map[string]bool) (string, error) {
-	req, err := s.firstMissing(gates)
+func (s *ServedAPIs) Missing(gates map[string]bool) (string, error) {
+	req, err := s.FirstMissing(gates)
 	if err != nil || req == nil {
 		return "", err
 	}
-	return apiMissingMessage(*req, ", so nothing is rolled out"), nil
+	return APIMissingMessage(*req, ", so nothing is rolled out"), nil
 }
 
-// firstMissing is the first requirement of the gates whose API the cluster does not serve; nil
+// FirstMissing is the first requirement of the gates whose API the cluster does not serve; nil
 // when all are served (or nothing can be asked).
-func (s *servedAPIs) firstMissing(gates map[string]bool) (*profile.GateRequirement, error) {
+func (s *ServedAPIs) FirstMissing(gates map[string]bool) (*profile.GateRequirement, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -63,9 +63,9 @@ func (s *servedAPIs) firstMissing(gates map[string]bool) (*profile.GateRequireme
 	return nil, nil
 }
 
-// apiMissingMessage says which API a gate needs and how to serve it; consequence ends the
+// APIMissingMessage says which API a gate needs and how to serve it; consequence ends the
 // sentence about the scheduler's caches, and a gate on by default says how to turn it off.
-func apiMissingMessage(req profile.GateRequirement, consequence string) string {
+func APIMissingMessage(req profile.GateRequirement, consequence string) string {
 	msg := fmt.Sprintf("feature gate %s needs the API %s %s, which the cluster does not serve (%s serves it); the scheduler would never sync its caches%s",
 		req.Gate, req.API.GroupVersion, req.API.Resource, req.API.Serve, consequence)
 	if req.ByDefault {
@@ -74,15 +74,15 @@ func apiMissingMessage(req profile.GateRequirement, consequence string) string {
 	return msg
 }
 
-// servesIfAsked is serves, false when nothing can be asked (a nil s).
-func (s *servedAPIs) servesIfAsked(api profile.GateAPI) (bool, error) {
+// ServesIfAsked is serves, false when nothing can be asked (a nil s).
+func (s *ServedAPIs) ServesIfAsked(api profile.GateAPI) (bool, error) {
 	if s == nil {
 		return false, nil
 	}
 	return s.serves(api)
 }
 
-func (s *servedAPIs) serves(api profile.GateAPI) (bool, error) {
+func (s *ServedAPIs) serves(api profile.GateAPI) (bool, error) {
 	if _, ok := s.served.Load(api); ok {
 		return true, nil
 	}
@@ -102,11 +102,11 @@ func (s *servedAPIs) serves(api profile.GateAPI) (bool, error) {
 	return false, nil
 }
 
-// recheck is when to reconcile again: for a rollout's deadline, or, while waiting for the
+// Recheck is when to reconcile again: for a rollout's deadline, or, while waiting for the
 // cluster (a missing API, an apiserver older than the scheduler), to look at it again.
-func recheck(rollout time.Duration, waitingForCluster bool) time.Duration {
-	if waitingForCluster && (rollout == 0 || rollout > apiRecheck) {
-		return apiRecheck
+func Recheck(rollout time.Duration, waitingForCluster bool) time.Duration {
+	if waitingForCluster && (rollout == 0 || rollout > APIRecheck) {
+		return APIRecheck
 	}
 	return rollout
 }

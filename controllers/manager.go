@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
@@ -67,7 +68,7 @@ type ManagerOptions struct {
 	// before the operator deletes it for its controller to recreate; 0 deletes none.
 	StrandedPodGrace time.Duration
 	// StrandedInterval is how often the pending pods are looked at for stranded ones; 0 is
-	// DefaultStrandedInterval. Not a flag: tests set a short one.
+	// assignment.DefaultStrandedInterval. Not a flag: tests set a short one.
 	StrandedInterval time.Duration
 	// MaxMembersPerScheduler is how many profiles a Scheduler serves; 0 is
 	// MaxMembersPerScheduler. Not a flag: tests set a small one.
@@ -129,8 +130,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the client of stranded pods: %w", err)
 	}
-	reconciler.stranded = newStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), o.StrandedPodGrace, o.StrandedInterval)
-	reconciler.stranded.metrics = objects.metrics
+	reconciler.stranded = assignment.NewStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), objects.metrics, o.StrandedPodGrace, o.StrandedInterval)
 	if err := mgr.Add(reconciler.stranded); err != nil {
 		return fmt.Errorf("adding the finder of stranded pods: %w", err)
 	}
@@ -142,9 +142,8 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assignment := &assignmentReconciler{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), namespace: o.Namespace, gangs: plan.NewServedAPIs(apis), stranded: reconciler.stranded,
-		restrictions: runningRestrictions{}, memos: objects.memos}
-	if err := assignment.SetupWithManager(mgr); err != nil {
+	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.memos.profilesIn)
+	if err := assign.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}
 	if err := newLeaseReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {

@@ -237,7 +237,7 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 			}
 			return 1
 		}
-		return byAge(a.profile, b.profile)
+		return plan.ByAge(a.profile, b.profile)
 	})
 	var kept []*member
 	for _, m := range order {
@@ -342,7 +342,7 @@ func checkQueueSorts(ms *memos, members []*member, running map[string]*profile.P
 // another reason counts with the entry it keeps (its running one), never its latest spec.
 func queueSortRefusals(ms *memos, members []*member, running map[string]*profile.Profile, gates map[string]bool) map[*member]string {
 	oldestFirst := slices.Clone(members)
-	slices.SortFunc(oldestFirst, func(a, b *member) int { return byAge(a.profile, b.profile) })
+	slices.SortFunc(oldestFirst, func(a, b *member) int { return plan.ByAge(a.profile, b.profile) })
 	var first *profile.Profile
 	agree := true
 	for _, m := range oldestFirst {

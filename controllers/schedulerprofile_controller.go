@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
@@ -72,7 +73,7 @@ type SchedulerProfileReconciler struct {
 	// cluster is what the advice's cluster checks read, once per change of the cluster.
 	cluster clusterView
 	// stranded counts the pending pods stranded on each scheduler name; nil counts none.
-	stranded *strandedPods
+	stranded *assignment.StrandedPods
 }
 
 // NewSchedulerProfileReconciler returns a reconciler that runs schedulers in namespace with
@@ -117,7 +118,7 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.profilesOfSchedulerPod), builder.WithPredicates(servingChanged))
 	if r.stranded != nil {
 		// status.strandedPods follows the pending pods.
-		b = b.WatchesRawSource(r.stranded.source())
+		b = b.WatchesRawSource(r.stranded.Source())
 	}
 	// The advice of every profile follows the nodes' labels and the PriorityClasses.
 	return r.watchCluster(b).Complete(r)
@@ -326,7 +327,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if obs.servedName, err = r.servedNameFor(ctx, p, obs.schedulerName); err != nil {
 		return obs, err
 	}
-	obs.stranded = r.stranded.count(obs.schedulerName)
+	obs.stranded = r.stranded.Count(obs.schedulerName)
 	if errs := webhooks.ValidateAccess(p); len(errs) > 0 {
 		// The access policy reads it as admitting no namespace; nothing else of it changes.
 		obs.invalid = errs.ToAggregate().Error()

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -71,7 +70,7 @@ func nameOwner(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.
 			claimants = append(claimants, other)
 		}
 	}
-	oldest := slices.MinFunc(claimants, byAge)
+	oldest := slices.MinFunc(claimants, plan.ByAge)
 	if oldest.Name == p.Name {
 		return "", false
 	}
@@ -89,15 +88,7 @@ func oldestOf(names []string, all []schedulingv1alpha1.SchedulerProfile) string 
 		}
 		stored = append(stored, &all[i])
 	}
-	return slices.MinFunc(stored, byAge).Name
-}
-
-// byAge orders profiles oldest first, by name when created in the same second.
-func byAge(a, b *schedulingv1alpha1.SchedulerProfile) int {
-	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Name, b.Name)
+	return slices.MinFunc(stored, plan.ByAge).Name
 }
 
 // schedulerHolderPrefix starts the holder of a scheduler name in servedNames that is a

@@ -2,7 +2,7 @@
 // validation of SchedulerProfiles and Schedulers, which asks the reconcilers' planning
 // (Planner, implemented by controllers.Reviewer), and Assign, the model of the assignment of new
 // pods to the scheduler name their namespace asks for, which the apiserver runs as the operator's
-// MutatingAdmissionPolicy (controllers.AssignPolicyName) and manager simulate runs here.
+// MutatingAdmissionPolicy (controllers/assignment.AssignPolicyName) and manager simulate runs here.
 package webhooks
 
 import (

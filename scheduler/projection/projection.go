@@ -5,7 +5,7 @@
 // Autoscalers (Karpenter, cluster-autoscaler), the descheduler and Kueue read pod specs, not
 // scheduler profiles: a pod that carries its profile's restrictions is provisioned for where its
 // scheduler will place it. The operator's admission policy does this in the apiserver
-// (controllers/assignment_policy.go); Project is the same operation in Go, which `manager
+// (controllers/assignment/policy.go); Project is the same operation in Go, which `manager
 // simulate` applies and the policy's tests compare with.
 package projection
 

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
@@ -265,12 +265,12 @@ spec:
 		if err := k8s.Delete(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: %s", controllers.EventReasonSchedulerNotServed, waitPodEvent(t, ns, first.Name, controllers.EventReasonSchedulerNotServed))
+		t.Logf("%s: %s", assignment.EventReasonSchedulerNotServed, waitPodEvent(t, ns, first.Name, assignment.EventReasonSchedulerNotServed))
 		// The pass that recorded the event counted the pod; the grace has not ended yet.
 		if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", name); err != nil || n != 1 {
 			t.Errorf("schedops_stranded_pods{scheduler_name=%q} = %v (%v), want 1", name, n, err)
 		}
-		t.Logf("%s: %s", controllers.EventReasonStrandedPodDeleted, waitPodEvent(t, ns, first.Name, controllers.EventReasonStrandedPodDeleted))
+		t.Logf("%s: %s", assignment.EventReasonStrandedPodDeleted, waitPodEvent(t, ns, first.Name, assignment.EventReasonStrandedPodDeleted))
 		again := waitDeploymentPod(t, ns, func(p *corev1.Pod) bool { return p.UID != first.UID })
 		t.Logf("the recreated pod %s: scheduler %s, %s", again.Name, again.Spec.SchedulerName, again.Annotations[schedulingv1alpha1.AnnotationAssignment])
 		if again.Spec.SchedulerName != schedulingv1alpha1.DefaultSchedulerName || !strings.HasPrefix(again.Annotations[schedulingv1alpha1.AnnotationAssignment], "fallback: ") {

@@ -23,6 +23,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers"
+	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -140,7 +141,7 @@ func TestAssignmentPolicy(t *testing.T) {
 	k.waitForAssignment(t, "the policy to assign "+labelled, func() *corev1.Pod { return testutil.MakePod("probe", labelled).Obj() }, name, "assigned")
 	// The SchedulerProfile CRD owns the policy: an uninstall, which deletes the CRD, deletes it.
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{}
-	if err := k.admin.Get(t.Context(), client.ObjectKey{Name: controllers.AssignPolicyName}, policy); err != nil {
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Name: assignment.AssignPolicyName}, policy); err != nil {
 		t.Fatal(err)
 	}
 	if refs := policy.OwnerReferences; len(refs) != 1 || refs[0].Kind != "CustomResourceDefinition" || refs[0].Name != "schedulerprofiles.scheduling.schedops.io" {
@@ -295,7 +296,7 @@ func TestAssignmentOfGangs(t *testing.T) {
 	rolled := k.waitForRollout(t, name)
 	ns := k.assignedNamespace(t, "gang", schedulingv1alpha1.LabelAssignSchedulerName, name)
 	testutil.Eventually(t, assignTimeout, "the gangs' policy", func(ctx context.Context) error {
-		return k.admin.Get(ctx, client.ObjectKey{Name: controllers.AssignGangsPolicyName}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"}})
+		return k.admin.Get(ctx, client.ObjectKey{Name: assignment.AssignGangsPolicyName}, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingAdmissionPolicyBinding"}})
 	})
 
 	podGroup := func(group string) *schedulingv1beta1.PodGroup {
@@ -406,7 +407,7 @@ func TestStrandedPods(t *testing.T) {
 	}
 	k.waitForServed(t, name, "")
 	for _, pod := range []*corev1.Pod{owned, bare} {
-		k.podEvent(t, pod, controllers.EventReasonSchedulerNotServed, "the pod was assigned to scheduler "+name+", which no running scheduler serves")
+		k.podEvent(t, pod, assignment.EventReasonSchedulerNotServed, "the pod was assigned to scheduler "+name+", which no running scheduler serves")
 	}
 	k.waitForProfile(t, name, "status.strandedPods 2", func(p *schedulingv1alpha1.SchedulerProfile) error {
 		if p.Status.StrandedPods != 2 {
@@ -414,7 +415,7 @@ func TestStrandedPods(t *testing.T) {
 		}
 		return nil
 	})
-	k.waitForEvent(t, p, corev1.EventTypeWarning, controllers.EventReasonSchedulerNotServed, "2 pending pods were assigned to scheduler "+name)
+	k.waitForEvent(t, p, corev1.EventTypeWarning, assignment.EventReasonSchedulerNotServed, "2 pending pods were assigned to scheduler "+name)
 	if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", name); err != nil || n != 2 {
 		t.Errorf("schedops_stranded_pods{scheduler_name=%q} = %v (%v), want 2", name, n, err)
 	}
@@ -434,7 +435,7 @@ func TestStrandedPods(t *testing.T) {
 		}
 		return fmt.Errorf("still there (%v)", err)
 	})
-	k.podEvent(t, owned, controllers.EventReasonStrandedPodDeleted, "for ReplicaSet web-1 to recreate it")
+	k.podEvent(t, owned, assignment.EventReasonStrandedPodDeleted, "for ReplicaSet web-1 to recreate it")
 	k.waitForProfile(t, name, "status.strandedPods 1", func(p *schedulingv1alpha1.SchedulerProfile) error {
 		if p.Status.StrandedPods != 1 {
 			return fmt.Errorf("strandedPods %d", p.Status.StrandedPods)
@@ -461,7 +462,7 @@ func TestStrandedPods(t *testing.T) {
 	if err := k.admin.Delete(t.Context(), q); err != nil {
 		t.Fatal(err)
 	}
-	k.podEvent(t, left, controllers.EventReasonSchedulerNotServed, "no SchedulerProfile has scheduler name "+gone)
+	k.podEvent(t, left, assignment.EventReasonSchedulerNotServed, "no SchedulerProfile has scheduler name "+gone)
 	testutil.Eventually(t, assignTimeout, "the deleted profile's stranded pod in the metric", func(context.Context) error {
 		if n, err := testutil.CounterSum("schedops_stranded_pods", "scheduler_name", gone); err != nil || n != 1 {
 			return fmt.Errorf("schedops_stranded_pods = %v (%v)", n, err)

@@ -1,7 +1,8 @@
-package controllers
+package assignment
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ func namesData(served map[string]bool, notServed map[string]string) map[string]s
 // celMap is m as a CEL map literal of strings, in the order of its keys.
 func celMap(m map[string]string) string {
 	entries := make([]string, 0, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		entries = append(entries, celString(k)+": "+celString(m[k]))
 	}
 	return "{" + strings.Join(entries, ", ") + "}"
@@ -369,7 +370,7 @@ func selectorExpression(sel *metav1.LabelSelector, labels string) string {
 		return "true"
 	}
 	var terms []string
-	for _, k := range sortedKeys(sel.MatchLabels) {
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
 		terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] == %s)", celString(k), labels, labels, celString(k), celString(sel.MatchLabels[k])))
 	}
 	for _, r := range sel.MatchExpressions {

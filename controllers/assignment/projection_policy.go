@@ -1,6 +1,7 @@
-package controllers
+package assignment
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -33,7 +34,7 @@ type projected struct {
 func projectionVariables(projectTo string, names projectedNames) []admissionregistrationv1.Variable {
 	notes := make(map[string]string, len(names))
 	terms := make([]string, 0, len(names))
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		notes[name] = names[name].note
 		terms = append(terms, celString(name)+": "+celTerms(names[name].restriction.Terms))
 	}
@@ -109,7 +110,7 @@ func celRequirements(reqs []corev1.NodeSelectorRequirement) string {
 func projectPolicy(names projectedNames) *admissionregistrationv1.MutatingAdmissionPolicy {
 	match := "false"
 	if len(names) > 0 {
-		match = "has(object.spec.schedulerName) && object.spec.schedulerName in " + celList(sortedKeys(names))
+		match = "has(object.spec.schedulerName) && object.spec.schedulerName in " + celList(slices.Sorted(maps.Keys(names)))
 	}
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   mutatingPolicyType,

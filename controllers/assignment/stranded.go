@@ -1,4 +1,4 @@
-package controllers
+package assignment
 
 import (
 	"context"
@@ -47,13 +47,13 @@ const DefaultStrandedInterval = 30 * time.Second
 // strandedListPage bounds the pods read per request of the list of pending pods.
 const strandedListPage = 500
 
-// strandedPods finds the pods that namespace assignment stranded: pending, bound to no node,
+// StrandedPods finds the pods that namespace assignment stranded: pending, bound to no node,
 // assigned by the policy (their annotation is "assigned", or a PodGroup's "assigned (PodGroup
 // ...)") to a scheduler name no running scheduler serves. It records an Event on each when it is
 // first seen, counts them by scheduler name for the metric and the profiles' status, and, with a
 // grace, deletes those a controller owns once stranded that long. A pod assigned although nobody
 // served its name (the namespace's fallback none) waits by the admin's choice and is not counted.
-type strandedPods struct {
+type StrandedPods struct {
 	// profiles reads the profiles (the cache); pods lists pending pods and deletes (the apiserver).
 	profiles client.Reader
 	pods     client.Client
@@ -76,20 +76,22 @@ type strandedPods struct {
 	since map[types.UID]time.Time
 }
 
-// newStrandedPods returns the finder of stranded pods; grace 0 deletes none.
-func newStrandedPods(profiles client.Reader, pods client.Client, recorder events.EventRecorder, grace, interval time.Duration) *strandedPods {
+// NewStrandedPods returns the finder of stranded pods: profiles reads the profiles (the cache),
+// pods lists pending pods and deletes them (the apiserver), m records the metric (nil records
+// none); grace 0 deletes none, interval 0 is DefaultStrandedInterval.
+func NewStrandedPods(profiles client.Reader, pods client.Client, recorder events.EventRecorder, m *metrics.Metrics, grace, interval time.Duration) *StrandedPods {
 	if interval <= 0 {
 		interval = DefaultStrandedInterval
 	}
-	return &strandedPods{profiles: profiles, pods: pods, recorder: recorder, grace: grace, interval: interval, now: time.Now,
+	return &StrandedPods{profiles: profiles, pods: pods, recorder: recorder, metrics: m, grace: grace, interval: interval, now: time.Now,
 		wake: make(chan struct{}, 1), changed: make(chan event.GenericEvent, 16), counts: map[string]int32{}, since: map[types.UID]time.Time{}}
 }
 
 // NeedLeaderElection: only the leader records, counts and deletes.
-func (s *strandedPods) NeedLeaderElection() bool { return true }
+func (s *StrandedPods) NeedLeaderElection() bool { return true }
 
-// poke asks for a pass soon.
-func (s *strandedPods) poke() {
+// Poke asks for a pass soon.
+func (s *StrandedPods) Poke() {
 	if s == nil {
 		return
 	}
@@ -99,8 +101,8 @@ func (s *strandedPods) poke() {
 	}
 }
 
-// count is how many pending pods are stranded on a scheduler name.
-func (s *strandedPods) count(name string) int32 {
+// Count is how many pending pods are stranded on a scheduler name.
+func (s *StrandedPods) Count(name string) int32 {
 	if s == nil {
 		return 0
 	}
@@ -109,13 +111,13 @@ func (s *strandedPods) count(name string) int32 {
 	return s.counts[name]
 }
 
-// source enqueues the profiles whose count changed.
-func (s *strandedPods) source() source.Source {
+// Source enqueues the profiles whose count changed.
+func (s *StrandedPods) Source() source.Source {
 	return source.Channel(s.changed, &handler.EnqueueRequestForObject{})
 }
 
 // Start looks at the pending pods every interval, at each poke, and when a grace ends.
-func (s *strandedPods) Start(ctx context.Context) error {
+func (s *StrandedPods) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("stranded-pods")
 	for {
 		next, err := s.pass(log.IntoContext(ctx, logger))
@@ -135,7 +137,7 @@ func (s *strandedPods) Start(ctx context.Context) error {
 }
 
 // pass looks at the pending pods once and returns when to look again.
-func (s *strandedPods) pass(ctx context.Context) (time.Duration, error) {
+func (s *StrandedPods) pass(ctx context.Context) (time.Duration, error) {
 	var profiles schedulingv1alpha1.SchedulerProfileList
 	if err := s.profiles.List(ctx, &profiles); err != nil {
 		return s.interval, fmt.Errorf("listing SchedulerProfiles: %w", err)
@@ -190,7 +192,7 @@ func (s *strandedPods) pass(ctx context.Context) (time.Duration, error) {
 
 // eachPendingPod calls f with each pod of the cluster that waits for a scheduler other than the
 // default one, a page at a time, so that the pending pods are never all in memory at once.
-func (s *strandedPods) eachPendingPod(ctx context.Context, f func(*corev1.Pod) error) error {
+func (s *StrandedPods) eachPendingPod(ctx context.Context, f func(*corev1.Pod) error) error {
 	selector := fields.AndSelectors(fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
 		fields.OneTermEqualSelector("spec.nodeName", ""),
 		fields.OneTermNotEqualSelector("spec.schedulerName", schedulingv1alpha1.DefaultSchedulerName))
@@ -222,12 +224,12 @@ func assignedByPolicy(pod *corev1.Pod) bool {
 // deletable tells a stranded pod that the grace allows deleting: one a controller owns, which
 // recreates it, that is not in a PodGroup (its group's decision would assign the new pod to the
 // same name again).
-func (s *strandedPods) deletable(pod *corev1.Pod) bool {
+func (s *StrandedPods) deletable(pod *corev1.Pod) bool {
 	return s.grace > 0 && metav1.GetControllerOf(pod) != nil && pod.Spec.SchedulingGroup == nil && pod.DeletionTimestamp == nil
 }
 
 // delete deletes a stranded pod, unless it changed since it was read.
-func (s *strandedPods) delete(ctx context.Context, pod *corev1.Pod, name, reason string) error {
+func (s *StrandedPods) delete(ctx context.Context, pod *corev1.Pod, name, reason string) error {
 	err := s.pods.Delete(ctx, pod, client.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
@@ -244,7 +246,7 @@ func (s *strandedPods) delete(ctx context.Context, pod *corev1.Pod, name, reason
 
 // report sets the metric, records an Event on each profile whose name has more stranded pods
 // than before, and tells the profile controller of each profile whose count changed.
-func (s *strandedPods) report(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile, before, after map[string]int32) {
+func (s *StrandedPods) report(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile, before, after map[string]int32) {
 	s.metrics.Stranded(after)
 	for i := range profiles {
 		p := &profiles[i]

@@ -1,4 +1,4 @@
-package controllers
+package assignment
 
 import (
 	"context"
@@ -40,10 +40,10 @@ import (
 // deletes its CRDs) deletes them too: the operator reads the CRD's uid.
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=schedulerprofiles.scheduling.schedops.io
 
-// assignmentReconciler keeps the admission policies of namespace assignment and their bindings,
-// with the served names written into them, as the profiles' status says: one key, every change
-// of a profile, and every change of the objects themselves, reconciles all of them.
-type assignmentReconciler struct {
+// Reconciler keeps the admission policies of namespace assignment and their bindings, with the
+// served names written into them, as the profiles' status says: one key, every change of a
+// profile, and every change of the objects themselves, reconciles all of them.
+type Reconciler struct {
 	client client.Client
 	// apiReader reads the SchedulerProfile CRD, which the cache does not hold.
 	apiReader client.Reader
@@ -52,15 +52,25 @@ type assignmentReconciler struct {
 	gangs *plan.ServedAPIs
 	// stranded looks at the pending pods again when the served names change; served are the
 	// served names of the latest pass.
-	stranded *strandedPods
+	stranded *StrandedPods
 	served   map[string]bool
 	// owner is the SchedulerProfile CRD, the owner of the policies, once read.
 	owner *metav1.OwnerReference
 	// restrictions are the node restrictions of the running configurations, read once each.
 	restrictions runningRestrictions
-	// memos are the operator's memos, which parse each running configuration once; nil
-	// remembers nothing.
-	memos *memos
+	// profilesIn reads the entries of a running configuration by scheduler name (the operator's
+	// memo parses each ConfigMap once).
+	profilesIn func(*corev1.ConfigMap) (map[string]profile.Profile, error)
+}
+
+// NewReconciler returns the reconciler of assignment for an operator in namespace: c is the
+// manager's client, apiReader reads what the cache does not hold, gangs answers whether PodGroups
+// are served, stranded is looked at again when the served names change, and profilesIn reads the
+// entries of a running configuration.
+func NewReconciler(c client.Client, apiReader client.Reader, namespace string, gangs *plan.ServedAPIs, stranded *StrandedPods,
+	profilesIn func(*corev1.ConfigMap) (map[string]profile.Profile, error)) *Reconciler {
+	return &Reconciler{client: c, apiReader: apiReader, namespace: namespace, gangs: gangs, stranded: stranded,
+		restrictions: runningRestrictions{}, profilesIn: profilesIn}
 }
 
 // profileCRD is the CustomResourceDefinition of SchedulerProfiles.
@@ -68,7 +78,7 @@ const profileCRD = "schedulerprofiles.scheduling.schedops.io"
 
 // ownerOfPolicies is the owner reference of the policies to the SchedulerProfile CRD; nil while
 // it cannot be read (the policies are then kept without an owner).
-func (r *assignmentReconciler) ownerOfPolicies(ctx context.Context) *metav1.OwnerReference {
+func (r *Reconciler) ownerOfPolicies(ctx context.Context) *metav1.OwnerReference {
 	if r.owner != nil || r.apiReader == nil {
 		return r.owner
 	}
@@ -87,7 +97,7 @@ var assignmentKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: Ass
 
 // SetupWithManager watches the profiles, the policies and their bindings, and
 // reconciles once at start, so that every install path gets the policies.
-func (r *assignmentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{assignmentKey} })
 	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return obj.GetLabels()[plan.LabelComponent] == "assignment"
@@ -132,7 +142,7 @@ var assignmentChange = predicate.Funcs{
 }
 
 // Reconcile applies the policies where they differ from what they should be.
-func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var profiles schedulingv1alpha1.SchedulerProfileList
 	if err := r.client.List(ctx, &profiles); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing SchedulerProfiles: %w", err)
@@ -140,7 +150,7 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 	served, notServed := assignmentNames(profiles.Items)
 	if !maps.Equal(served, r.served) {
 		r.served = served
-		r.stranded.poke()
+		r.stranded.Poke()
 	}
 	gangs, err := r.gangs.ServesIfAsked(profile.GateAPI{GroupVersion: podGroupsAPI.Group + "/" + podGroupsAPI.Version, Resource: podGroupsAPI.Resource})
 	if err != nil {
@@ -167,7 +177,7 @@ func (r *assignmentReconciler) Reconcile(ctx context.Context, _ reconcile.Reques
 }
 
 // applyPolicy applies one of the objects of assignmentPolicies.
-func (r *assignmentReconciler) applyPolicy(ctx context.Context, obj any) error {
+func (r *Reconciler) applyPolicy(ctx context.Context, obj any) error {
 	switch o := obj.(type) {
 	case *admissionregistrationv1.MutatingAdmissionPolicy:
 		return applyTyped(ctx, r, o, admissionregistrationv1ac.MutatingAdmissionPolicy(o.Name), admissionregistrationv1ac.ExtractMutatingAdmissionPolicy)
@@ -183,7 +193,7 @@ func (r *assignmentReconciler) applyPolicy(ctx context.Context, obj any) error {
 
 // applyTyped applies the typed object obj as the apply configuration ac (filled from obj's JSON),
 // reading what schedulingv1alpha1.FieldManager owns of the live object with extract.
-func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *assignmentReconciler, obj T, ac A, extract func(T, string) (A, error)) error {
+func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, obj T, ac A, extract func(T, string) (A, error)) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return fmt.Errorf("encoding %T %s: %w", obj, obj.GetName(), err)

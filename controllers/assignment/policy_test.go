@@ -1,9 +1,11 @@
-package controllers
+package assignment
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,7 +82,7 @@ func TestAssignmentNames(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			served, notServed := assignmentNames(tc.profiles)
-			if diff := cmp.Diff(tc.wantServed, sortedKeys(served)); diff != "" && (len(tc.wantServed) != 0 || len(served) != 0) {
+			if diff := cmp.Diff(tc.wantServed, slices.Sorted(maps.Keys(served))); diff != "" && (len(tc.wantServed) != 0 || len(served) != 0) {
 				t.Errorf("served (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.wantNotServed, notServed); diff != "" && (len(tc.wantNotServed) != 0 || len(notServed) != 0) {

@@ -1,4 +1,4 @@
-package controllers
+package assignment
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (m runningRestrictions) of(cm *corev1.ConfigMap) (map[string]projection.Res
 // under it (status.servedSchedulerName) whose spec.projection does not turn them off. A name
 // whose running pods disagree (a rollout that changes them, both revisions ready) gets none
 // until one revision is left: either might place the pod.
-func (r *assignmentReconciler) projections(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile) (projectedNames, error) {
+func (r *Reconciler) projections(ctx context.Context, profiles []schedulingv1alpha1.SchedulerProfile) (projectedNames, error) {
 	mounts, err := plan.ServingMounts(ctx, r.client, r.namespace, nil)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (r *assignmentReconciler) projections(ctx context.Context, profiles []sched
 			log.FromContext(ctx).Error(err, "Not projecting the node restrictions of a running configuration")
 			continue
 		}
-		inConfig, err := r.memos.profilesIn(cm)
+		inConfig, err := r.profilesIn(cm)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "Not projecting the node restrictions of a running configuration")
 			continue

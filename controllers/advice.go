@@ -22,6 +22,7 @@ import (
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 )
 
@@ -41,13 +42,13 @@ const maxAdviceMessage = 1024
 // read (advice.Load: the framework built from the configuration) are remembered by
 // configuration and gates: a pass with the same configuration builds no framework, and a change
 // of the nodes or PriorityClasses only runs the checks again.
-func (o *processObjects) profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *process, cluster *advice.Cluster) ([]advice.Advice, error) {
+func (o *processObjects) profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, cluster *advice.Cluster) ([]advice.Advice, error) {
 	_, cfg, err := o.renderAlone(p, proc)
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := o.cache().adviceProfiles.do(keyOf("advice", cfg.YAML, proc.run.FeatureGates), func() (*advice.Profile, error) {
-		return advice.Load(cfg.YAML, proc.run.FeatureGates)
+	loaded, err := o.cache().adviceProfiles.do(keyOf("advice", cfg.YAML, proc.Run.FeatureGates), func() (*advice.Profile, error) {
+		return advice.Load(cfg.YAML, proc.Run.FeatureGates)
 	})
 	if err != nil {
 		return nil, err
@@ -112,7 +113,7 @@ func (v *clusterView) get(ctx context.Context, c client.Reader) (*advice.Cluster
 
 // observeAdvice runs the profile doctor on a profile whose configuration is valid. Advice never
 // stops a pass: when it cannot be worked out, the status says so and the pass goes on.
-func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, obs *observation) {
+func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, obs *observation) {
 	cluster, err := r.cluster.get(ctx, r.client)
 	if err == nil {
 		obs.advice, err = r.profileAdvice(p, proc, cluster)
@@ -126,7 +127,7 @@ func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *sched
 
 // adviceWarnings are the webhook's warnings of the advice on a profile whose configuration is
 // valid; advice that cannot be worked out is one warning too, and never a refusal.
-func (o *processObjects) adviceWarnings(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process) []string {
+func (o *processObjects) adviceWarnings(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) []string {
 	cluster, err := readCluster(ctx, o.client)
 	var found []advice.Advice
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 // applyConfiguration is a typed apply configuration of one of the objects a process owns.
@@ -22,12 +23,12 @@ type applyConfiguration[A any] interface {
 
 // newOwned sets the process's owner as the controller owner of an apply configuration, so that
 // deleting the owner garbage-collects the object and a change to it reconciles the owner.
-func newOwned[A applyConfiguration[A], T client.Object](proc *process, ac A, observed T, extract func(T, string) (A, error)) deploy.Owned {
+func newOwned[A applyConfiguration[A], T client.Object](proc *plan.Process, ac A, observed T, extract func(T, string) (A, error)) deploy.Owned {
 	ac.WithOwnerReferences(metav1ac.OwnerReference().
 		WithAPIVersion(schedulingv1alpha1.GroupVersion.String()).
-		WithKind(proc.kind).
-		WithName(proc.owner.GetName()).
-		WithUID(proc.owner.GetUID()).
+		WithKind(proc.Kind).
+		WithName(proc.Owner.GetName()).
+		WithUID(proc.Owner.GetUID()).
 		WithController(true).
 		WithBlockOwnerDeletion(true))
 	return deploy.Owned{

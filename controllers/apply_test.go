@@ -26,10 +26,10 @@ import (
 func TestApplyAllInWaves(t *testing.T) {
 	p := testutil.MakeProfile("waves").Replicas(2).Obj()
 	proc := dedicated(p)
-	objs := (&processObjects{settings: testSettings}).desiredObjects(proc, testConfig(t, p), testSettings.image)
+	objs := (&processObjects{settings: testSettings}).desiredObjects(proc, testConfig(t, p), testSettings.Image)
 	leaseBinding := func(obj runtime.ApplyConfiguration) bool {
 		rb, ok := obj.(*rbacv1ac.RoleBindingApplyConfiguration)
-		return ok && ptr.Deref(rb.Name, "") == proc.names.leaseRole()
+		return ok && ptr.Deref(rb.Name, "") == proc.Names.LeaseRole()
 	}
 	first := len(objs) - 2 // all but the lease RoleBinding and the Deployment
 	var mu sync.Mutex

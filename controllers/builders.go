@@ -25,29 +25,6 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// settings are what the builders need beyond the profile: where and what the scheduler runs.
-type settings struct {
-	// namespace is the operator's namespace, where the namespaced objects live.
-	namespace string
-	// image holds the kube-scheduler binary with our plugins (RELATED_IMAGE_SCHEDULER).
-	image string
-	// allowedPriorityClasses are the priority classes that scheduler pods may have
-	// (--allowed-priority-classes); none when empty.
-	allowedPriorityClasses []string
-	// caps bound the scheduler pods' resources and tolerations (--max-scheduler-cpu and the others).
-	caps plan.SchedulerPodCaps
-	// maxMembers is how many profiles a Scheduler serves; 0 is MaxMembersPerScheduler.
-	maxMembers int
-}
-
-// memberLimit is how many profiles a Scheduler serves.
-func (s settings) memberLimit() int {
-	if s.maxMembers > 0 {
-		return s.maxMembers
-	}
-	return MaxMembersPerScheduler
-}
-
 // Where the scheduler container finds its configuration and serves its health checks.
 const (
 	// schedulerContainer is the name of the scheduler's container.
@@ -69,23 +46,23 @@ const defaultLogVerbosity = 2
 // profile's spec and the observed Deployment.
 func replicas(n *int32) int32 { return ptr.Deref(n, 1) }
 
-func buildServiceAccount(proc *process, s settings) *corev1ac.ServiceAccountApplyConfiguration {
-	return corev1ac.ServiceAccount(proc.names.serviceAccount(), s.namespace).WithLabels(proc.labels())
+func buildServiceAccount(proc *plan.Process, s plan.Settings) *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(proc.Names.ServiceAccount(), s.Namespace).WithLabels(proc.Labels())
 }
 
 // buildClusterRoleBinding binds the scheduler's ServiceAccount to a bootstrap ClusterRole.
-func buildClusterRoleBinding(proc *process, s settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
-	return rbacv1ac.ClusterRoleBinding(proc.names.clusterRoleBinding(clusterRole[len("system:"):])).
-		WithLabels(proc.labels()).
+func buildClusterRoleBinding(proc *plan.Process, s plan.Settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	return rbacv1ac.ClusterRoleBinding(proc.Names.ClusterRoleBinding(clusterRole[len("system:"):])).
+		WithLabels(proc.Labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(clusterRole)).
 		WithSubjects(serviceAccountSubject(proc, s))
 }
 
 // buildAuthReaderRoleBinding lets the scheduler read the client CA of the cluster, which its
 // secure port needs to authenticate requests.
-func buildAuthReaderRoleBinding(proc *process, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(proc.names.authReaderBinding(), authReaderNamespace).
-		WithLabels(proc.labels()).
+func buildAuthReaderRoleBinding(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(proc.Names.AuthReaderBinding(), authReaderNamespace).
+		WithLabels(proc.Labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(authReaderRole)).
 		WithSubjects(serviceAccountSubject(proc, s))
 }
@@ -93,13 +70,13 @@ func buildAuthReaderRoleBinding(proc *process, s settings) *rbacv1ac.RoleBinding
 // buildLeaseRole grants the scheduler its own lease and no other: system:kube-scheduler allows
 // get and update only on the lease named kube-scheduler. The legacy lease is granted too while
 // pods of a template that uses it may run, so that they keep leading until they stop.
-func buildLeaseRole(proc *process, s settings) *rbacv1ac.RoleApplyConfiguration {
-	names := []string{proc.leaseName}
-	if proc.grantLegacy {
-		names = append(names, proc.legacyLease)
+func buildLeaseRole(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleApplyConfiguration {
+	names := []string{proc.LeaseName}
+	if proc.GrantLegacy {
+		names = append(names, proc.LegacyLease)
 	}
-	return rbacv1ac.Role(proc.names.leaseRole(), s.namespace).
-		WithLabels(proc.labels()).
+	return rbacv1ac.Role(proc.Names.LeaseRole(), s.Namespace).
+		WithLabels(proc.Labels()).
 		WithRules(rbacv1ac.PolicyRule().
 			WithAPIGroups("coordination.k8s.io").
 			WithResources("leases").
@@ -107,23 +84,23 @@ func buildLeaseRole(proc *process, s settings) *rbacv1ac.RoleApplyConfiguration 
 			WithVerbs("get", "update"))
 }
 
-func buildLeaseRoleBinding(proc *process, s settings) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(proc.names.leaseRole(), s.namespace).
-		WithLabels(proc.labels()).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(proc.names.leaseRole())).
+func buildLeaseRoleBinding(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(proc.Names.LeaseRole(), s.Namespace).
+		WithLabels(proc.Labels()).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(proc.Names.LeaseRole())).
 		WithSubjects(serviceAccountSubject(proc, s))
 }
 
-func serviceAccountSubject(proc *process, s settings) *rbacv1ac.SubjectApplyConfiguration {
-	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(proc.names.serviceAccount()).WithNamespace(s.namespace)
+func serviceAccountSubject(proc *plan.Process, s plan.Settings) *rbacv1ac.SubjectApplyConfiguration {
+	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(proc.Names.ServiceAccount()).WithNamespace(s.Namespace)
 }
 
 // buildConfigMap holds one rendered configuration. It is immutable and named after its hash:
 // a restarted pod of an old ReplicaSet reads exactly the config that was rolled out with it.
-func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(proc.names.configMap(cfg.Hash), s.namespace).
-		WithLabels(proc.labels()).
-		WithLabels(map[string]string{schedulingv1alpha1.LabelConfigHash: cfg.Hash, schedulingv1alpha1.LabelGeneration: strconv.FormatInt(proc.owner.GetGeneration(), 10)}).
+func buildConfigMap(proc *plan.Process, s plan.Settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(proc.Names.ConfigMap(cfg.Hash), s.Namespace).
+		WithLabels(proc.Labels()).
+		WithLabels(map[string]string{schedulingv1alpha1.LabelConfigHash: cfg.Hash, schedulingv1alpha1.LabelGeneration: strconv.FormatInt(proc.Owner.GetGeneration(), 10)}).
 		WithImmutable(true).
 		WithData(map[string]string{plan.ConfigFileKey: string(cfg.YAML)})
 }
@@ -132,20 +109,20 @@ func buildConfigMap(proc *process, s settings, cfg *profile.Config) *corev1ac.Co
 // on, so whatever the replica count a rollout starts a new pod first (maxSurge 1), keeps every old
 // one until the new one is ready (maxUnavailable 0), and the new one takes the lease when an old
 // leader releases it on shutdown: the profile is never without a scheduler.
-func buildDeployment(proc *process, s settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
+func buildDeployment(proc *plan.Process, s plan.Settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
 	template := buildPodTemplate(proc, s, cfg)
 	template.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: revisionOf(template)})
 	return deploymentWith(proc, s, template)
 }
 
 // deploymentWith is the scheduler Deployment of a process running a given pod template.
-func deploymentWith(proc *process, s settings, template *corev1ac.PodTemplateSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
-	return appsv1ac.Deployment(proc.names.deployment(), s.namespace).
-		WithLabels(proc.labels()).
+func deploymentWith(proc *plan.Process, s plan.Settings, template *corev1ac.PodTemplateSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+	return appsv1ac.Deployment(proc.Names.Deployment(), s.Namespace).
+		WithLabels(proc.Labels()).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(replicas(proc.run.Replicas)).
+			WithReplicas(replicas(proc.Run.Replicas)).
 			WithRevisionHistoryLimit(keptConfigMaps).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.selectorLabels())).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.SelectorLabels())).
 			WithStrategy(appsv1ac.DeploymentStrategy().
 				WithType(appsv1.RollingUpdateDeploymentStrategyType).
 				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
@@ -154,11 +131,11 @@ func deploymentWith(proc *process, s settings, template *corev1ac.PodTemplateSpe
 			WithTemplate(template))
 }
 
-func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
-	sched := proc.run
+func buildPodTemplate(proc *plan.Process, s plan.Settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
+	sched := proc.Run
 	secretVolumes, secretMounts := extenderSecretVolumes(proc)
 	spec := corev1ac.PodSpec().
-		WithServiceAccountName(proc.names.serviceAccount()).
+		WithServiceAccountName(proc.Names.ServiceAccount()).
 		WithAutomountServiceAccountToken(true).
 		WithSecurityContext(corev1ac.PodSecurityContext().
 			WithRunAsNonRoot(true).
@@ -166,7 +143,7 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 		WithContainers(buildContainer(proc, s, secretMounts)).
 		WithVolumes(
 			corev1ac.Volume().WithName(plan.ConfigVolume).
-				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(proc.names.configMap(cfg.Hash))),
+				WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(proc.Names.ConfigMap(cfg.Hash))),
 			// The secure port's self-signed certificate is written here; the root file
 			// system is read-only.
 			corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
@@ -184,22 +161,22 @@ func buildPodTemplate(proc *process, s settings, cfg *profile.Config) *corev1ac.
 		spec.WithPriorityClassName(pc)
 	}
 	annotations := map[string]string{schedulingv1alpha1.AnnotationConfigHash: cfg.Hash}
-	if !proc.onLegacyLease {
-		annotations[schedulingv1alpha1.AnnotationLease] = proc.leaseName
+	if !proc.OnLegacyLease {
+		annotations[schedulingv1alpha1.AnnotationLease] = proc.LeaseName
 	}
-	if proc.secrets.hash != "" {
-		annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash] = proc.secrets.hash
+	if proc.Secrets.Hash != "" {
+		annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash] = proc.Secrets.Hash
 	}
 	return corev1ac.PodTemplateSpec().
-		WithLabels(proc.labels()).
+		WithLabels(proc.Labels()).
 		WithAnnotations(annotations).
 		WithSpec(spec)
 }
 
 // buildContainer is the scheduler's container, which mounts secretMounts besides its
 // configuration and /tmp.
-func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMountApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
-	resources := proc.run.Resources
+func buildContainer(proc *plan.Process, s plan.Settings, secretMounts []*corev1ac.VolumeMountApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
+	resources := proc.Run.Resources
 	if len(resources.Requests) == 0 && len(resources.Limits) == 0 {
 		resources = corev1.ResourceRequirements{Requests: plan.DefaultRequests}
 	}
@@ -222,7 +199,7 @@ func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMo
 	}
 	return corev1ac.Container().
 		WithName(schedulerContainer).
-		WithImage(s.image).
+		WithImage(s.Image).
 		WithCommand("/kube-scheduler").
 		WithArgs(schedulerArgs(proc)...).
 		WithPorts(corev1ac.ContainerPort().WithName(securePortName).WithContainerPort(securePort).WithProtocol(corev1.ProtocolTCP)).
@@ -242,12 +219,12 @@ func buildContainer(proc *process, s settings, secretMounts []*corev1ac.VolumeMo
 
 // buildPodDisruptionBudget keeps one scheduler replica through voluntary disruptions; with
 // leader election any one of them can lead. Only built for more than one replica.
-func buildPodDisruptionBudget(proc *process, s settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
-	return policyv1ac.PodDisruptionBudget(proc.names.deployment(), s.namespace).
-		WithLabels(proc.labels()).
+func buildPodDisruptionBudget(proc *plan.Process, s plan.Settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	return policyv1ac.PodDisruptionBudget(proc.Names.Deployment(), s.Namespace).
+		WithLabels(proc.Labels()).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 			WithMinAvailable(intstr.FromInt32(1)).
-			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.selectorLabels())))
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.SelectorLabels())))
 }
 
 func toleration(t corev1.Toleration) *corev1ac.TolerationApplyConfiguration {
@@ -276,19 +253,19 @@ func mustConvert(typed, applyConfig any) {
 
 // schedulerArgs are the scheduler's command-line arguments; feature gates come last, sorted, so
 // that the same gates always give the same pod template.
-func schedulerArgs(proc *process) []string {
+func schedulerArgs(proc *plan.Process) []string {
 	args := []string{
 		"--config=" + configDir + "/" + plan.ConfigFileKey,
 		fmt.Sprintf("--secure-port=%d", securePort),
 		"--cert-dir=/tmp",
-		fmt.Sprintf("--v=%d", ptr.Deref(proc.run.LogVerbosity, defaultLogVerbosity)),
+		fmt.Sprintf("--v=%d", ptr.Deref(proc.Run.LogVerbosity, defaultLogVerbosity)),
 	}
-	if len(proc.run.FeatureGates) == 0 {
+	if len(proc.Run.FeatureGates) == 0 {
 		return args
 	}
 	var gates []string
-	for _, name := range slices.Sorted(maps.Keys(proc.run.FeatureGates)) {
-		gates = append(gates, fmt.Sprintf("%s=%t", name, proc.run.FeatureGates[name]))
+	for _, name := range slices.Sorted(maps.Keys(proc.Run.FeatureGates)) {
+		gates = append(gates, fmt.Sprintf("%s=%t", name, proc.Run.FeatureGates[name]))
 	}
 	return append(args, "--feature-gates="+strings.Join(gates, ","))
 }

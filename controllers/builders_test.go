@@ -20,6 +20,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -30,13 +31,13 @@ var surgeOne = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStr
 	MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
 }}
 
-var testSettings = settings{namespace: "ops", image: "example.com/spo:v1"}
+var testSettings = plan.Settings{Namespace: "ops", Image: "example.com/spo:v1"}
 
 // fakeObjects are the reads and writes of the reconcilers and the webhook, on a fake client
 // holding objs.
 func fakeObjects(objs ...client.Object) processObjects {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...)
-	for _, i := range fieldIndexes(testSettings.image, nil) {
+	for _, i := range fieldIndexes(testSettings.Image, nil) {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}
 	c := b.Build()
@@ -44,13 +45,13 @@ func fakeObjects(objs ...client.Object) processObjects {
 }
 
 // dedicated is the scheduler process of a profile that runs its own scheduler.
-func dedicated(p *schedulingv1alpha1.SchedulerProfile) *process {
-	return dedicatedProcess(p, profile.SchedulerName(p))
+func dedicated(p *schedulingv1alpha1.SchedulerProfile) *plan.Process {
+	return plan.DedicatedProcess(p, profile.SchedulerName(p))
 }
 
 func testConfig(t *testing.T, p *schedulingv1alpha1.SchedulerProfile) *profile.Config {
 	t.Helper()
-	cfg, err := profile.Render(p, profile.Settings{Namespace: testSettings.namespace})
+	cfg, err := profile.Render(p, profile.Settings{Namespace: testSettings.Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestBuildDeployment(t *testing.T) {
 				t.Errorf("mounted ConfigMap = %q", got)
 			}
 			c := d.Spec.Template.Spec.Containers[0]
-			if c.Image != testSettings.image {
+			if c.Image != testSettings.Image {
 				t.Errorf("image = %q", c.Image)
 			}
 			if diff := cmp.Diff(tc.wantArgs, c.Args); diff != "" {
@@ -248,7 +249,7 @@ func TestBuildRBAC(t *testing.T) {
 		t.Errorf("lease Role resourceNames (-want +got):\n%s", diff)
 	}
 	migrating := dedicated(p)
-	migrating.grantLegacy = true
+	migrating.GrantLegacy = true
 	if diff := cmp.Diff([]string{"schedops-team-a", "team-a"}, buildLeaseRole(migrating, testSettings).Rules[0].ResourceNames); diff != "" {
 		t.Errorf("lease Role resourceNames while the legacy lease may run (-want +got):\n%s", diff)
 	}
@@ -278,7 +279,7 @@ func TestBuildPodDisruptionBudget(t *testing.T) {
 	if pdb.Spec.MinAvailable.IntValue() != 1 {
 		t.Errorf("minAvailable = %v", pdb.Spec.MinAvailable)
 	}
-	if diff := cmp.Diff(dedicated(p).selectorLabels(), pdb.Spec.Selector.MatchLabels); diff != "" {
+	if diff := cmp.Diff(dedicated(p).SelectorLabels(), pdb.Spec.Selector.MatchLabels); diff != "" {
 		t.Errorf("selector (-want +got):\n%s", diff)
 	}
 }
@@ -302,14 +303,14 @@ func TestAppliedObjectsShareNoMaps(t *testing.T) {
 		t.Run(p.Name, func(t *testing.T) {
 			r := fakeObjects()
 			proc, cfg := dedicated(p), testConfig(t, p)
-			before := marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.image))
-			for _, o := range r.desiredObjects(proc, cfg, testSettings.image) {
+			before := marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.Image))
+			for _, o := range r.desiredObjects(proc, cfg, testSettings.Image) {
 				answer := addKeyToEveryObject(t, o.Desired)
 				if err := json.Unmarshal(answer, o.Desired); err != nil {
 					t.Fatalf("decoding the answer into %T: %v", o.Desired, err)
 				}
 			}
-			if diff := cmp.Diff(before, marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.image))); diff != "" {
+			if diff := cmp.Diff(before, marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.Image))); diff != "" {
 				t.Errorf("the answers to one pass changed what the next builds (-before +after):\n%s", diff)
 			}
 		})

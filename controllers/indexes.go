@@ -49,8 +49,8 @@ const indexValue = "true"
 func ownerKey(ownerLabel, name string) string { return ownerLabel + "=" + name }
 
 // ownedBy lists the objects of a process by indexOwner.
-func ownedBy(proc *process) client.MatchingFields {
-	return client.MatchingFields{indexOwner: ownerKey(proc.ownerLabel, proc.owner.GetName())}
+func ownedBy(proc *plan.Process) client.MatchingFields {
+	return client.MatchingFields{indexOwner: ownerKey(proc.OwnerLabel, proc.Owner.GetName())}
 }
 
 // fieldIndex is a field index of one kind of object in the manager's cache.

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -166,7 +167,7 @@ func (r *leaseReconciler) rendered(ctx context.Context, name string) (bool, erro
 
 // sharedLeaseSuffix ends the lease of every Scheduler's process (sharedProcess): its
 // Deployment's name after the Scheduler's.
-var sharedLeaseSuffix = strings.TrimPrefix(sharedProcess(&schedulingv1alpha1.Scheduler{}).leaseName, profile.LeasePrefix)
+var sharedLeaseSuffix = strings.TrimPrefix(plan.SharedProcess(&schedulingv1alpha1.Scheduler{}).LeaseName, profile.LeasePrefix)
 
 // rendersLease is the lease an owner's scheduler runs on now: a profile's own scheduler's, a
 // Scheduler's; none for an owner being deleted, which is not reconciled into anything, or for a
@@ -178,10 +179,10 @@ func rendersLease(obj client.Object) string {
 	switch o := obj.(type) {
 	case *schedulingv1alpha1.SchedulerProfile:
 		if o.Spec.SchedulerRef.Name == "" {
-			return dedicatedProcess(o, profile.SchedulerName(o)).leaseName
+			return plan.DedicatedProcess(o, profile.SchedulerName(o)).LeaseName
 		}
 	case *schedulingv1alpha1.Scheduler:
-		return sharedProcess(o).leaseName
+		return plan.SharedProcess(o).LeaseName
 	}
 	return ""
 }
@@ -193,9 +194,9 @@ func (r *leaseReconciler) leaseOf(_ context.Context, obj client.Object) []reconc
 	var name string
 	switch o := obj.(type) {
 	case *schedulingv1alpha1.SchedulerProfile:
-		name = dedicatedProcess(o, profile.SchedulerName(o)).leaseName
+		name = plan.DedicatedProcess(o, profile.SchedulerName(o)).LeaseName
 	case *schedulingv1alpha1.Scheduler:
-		name = sharedProcess(o).leaseName
+		name = plan.SharedProcess(o).LeaseName
 	case *corev1.Pod:
 		name = o.Annotations[schedulingv1alpha1.AnnotationLease]
 	}

@@ -27,7 +27,7 @@ import (
 // kept, without a write.
 func TestLeaseReconciler(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	ns := testSettings.namespace
+	ns := testSettings.Namespace
 	// lease is held by holder ("" released), renewed ago before now, for 15 s.
 	lease := func(namespace, name, holder string, ago time.Duration) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
@@ -141,8 +141,8 @@ func TestLeaseReconciler(t *testing.T) {
 // TestLeaseReconcilerLeaseGone: a lease that is already gone is no error and no requeue.
 func TestLeaseReconcilerLeaseGone(t *testing.T) {
 	c := fakeIndexedClient(interceptor.Funcs{})
-	r := newLeaseReconciler(c, c, testSettings.namespace)
-	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testSettings.namespace, Name: "schedops-gone"}})
+	r := newLeaseReconciler(c, c, testSettings.Namespace)
+	res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: testSettings.Namespace, Name: "schedops-gone"}})
 	if err != nil || res.RequeueAfter != 0 {
 		t.Errorf("Reconcile = %+v, %v; want no requeue and no error", res, err)
 	}
@@ -152,7 +152,7 @@ func TestLeaseReconcilerLeaseGone(t *testing.T) {
 // through funcs.
 func fakeIndexedClient(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithInterceptorFuncs(funcs)
-	for _, i := range fieldIndexes(testSettings.image, nil) {
+	for _, i := range fieldIndexes(testSettings.Image, nil) {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}
 	return b.Build()

@@ -162,8 +162,8 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 }
 
 // settings are the settings of the scheduler processes that o gives.
-func (o ManagerOptions) settings() settings {
-	return settings{namespace: o.Namespace, image: o.SchedulerImage, allowedPriorityClasses: o.AllowedPriorityClasses, caps: o.SchedulerPodCaps, maxMembers: o.MaxMembersPerScheduler}
+func (o ManagerOptions) settings() plan.Settings {
+	return plan.Settings{Namespace: o.Namespace, Image: o.SchedulerImage, AllowedPriorityClasses: o.AllowedPriorityClasses, Caps: o.SchedulerPodCaps, MaxMembers: o.MaxMembersPerScheduler}
 }
 
 // NewManager returns the operator as main runs it: a manager with o.ControllerRuntimeOptions(),

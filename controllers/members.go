@@ -65,9 +65,8 @@ type limitRefusal struct {
 	message string
 }
 
-// MaxMembersPerScheduler is how many profiles one Scheduler serves; the next member is refused
-// alone (TooManyMembers). The Scheduler's status lists at most 256 members.
-const MaxMembersPerScheduler = 128
+// MaxMembersPerScheduler is plan.MaxMembersPerScheduler, for the operator's callers.
+const MaxMembersPerScheduler = plan.MaxMembersPerScheduler
 
 // MaxConfigBytes is the largest rendered configuration the operator applies: a ConfigMap holds
 // at most 1 MiB, and the margin keeps room for its metadata.
@@ -102,7 +101,7 @@ func (pl *schedulerPlan) member(name string) *member {
 // keeps its entry of the configuration that runs now, read back from the running ConfigMap, and a
 // member that never ran is left out. Both reconcilers compute it, so a profile's status and its
 // Scheduler's configuration agree.
-func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment) (*schedulerPlan, error) {
+func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment) (*schedulerPlan, error) {
 	var list schedulingv1alpha1.SchedulerProfileList
 	// Planning only reads the profiles: the cache's own objects spare a copy of every profile
 	// on every pass.
@@ -162,7 +161,7 @@ func (r *processObjects) leavingMembers(ctx context.Context, s *schedulingv1alph
 // scheduler, or another Scheduler, with every replica available on the configuration that the
 // profile's status (or the Scheduler's) says it applied.
 func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (bool, error) {
-	proc := dedicatedProcess(p, profile.SchedulerName(p))
+	proc := plan.DedicatedProcess(p, profile.SchedulerName(p))
 	hash := p.Status.ConfigHash
 	if ref := p.Spec.SchedulerRef.Name; ref != "" {
 		s := &schedulingv1alpha1.Scheduler{}
@@ -172,7 +171,7 @@ func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alph
 		if !slices.ContainsFunc(s.Status.Profiles, func(m schedulingv1alpha1.SchedulerMember) bool { return m.Name == p.Name }) {
 			return false, nil
 		}
-		proc, hash = sharedProcess(s), s.Status.ConfigHash
+		proc, hash = plan.SharedProcess(s), s.Status.ConfigHash
 	}
 	d, err := r.liveDeployment(ctx, proc)
 	if err != nil || d == nil {
@@ -184,7 +183,7 @@ func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alph
 // planMembers is planScheduler with the profiles, the running entries and the served scheduler
 // names given: the admission webhook plans with the profile under review in place of the stored one.
 // leaving names the profiles that left and keep their running entry (leavingMembers).
-func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*schedulerPlan, error) {
+func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *plan.Process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*schedulerPlan, error) {
 	pl := &schedulerPlan{}
 	procKey := processKey(proc, r.settings)
 	for i := range all {
@@ -202,7 +201,7 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 		}
 		pl.members = append(pl.members, m)
 	}
-	checkQueueSorts(r.cache(), pl.members, running, proc.run.FeatureGates)
+	checkQueueSorts(r.cache(), pl.members, running, proc.Run.FeatureGates)
 	r.gatePreviews(s, proc, pl.members, running)
 	slices.SortFunc(pl.members, func(a, b *member) int { return cmp.Compare(a.profile.Name, b.profile.Name) })
 	var err error
@@ -216,7 +215,7 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *proc
 // past the member limit (MaxMembersPerScheduler), or whose entry pushes the configuration past MaxConfigBytes. The
 // members that run now come first, then the others oldest first, so a newcomer never displaces
 // a running member; a refused member keeps its running entry when that fits.
-func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, proc *process, members []*member, running map[string]*profile.Profile) (*profile.Config, error) {
+func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*member, running map[string]*profile.Profile) (*profile.Config, error) {
 	render := func(ms []*member) (*profile.Config, error) {
 		var entries []profile.Profile
 		for _, m := range members { // profile-name order, as the configuration lists them
@@ -227,7 +226,7 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 		if len(entries) == 0 {
 			return nil, nil
 		}
-		return profile.RenderProcess(processSettings(proc, r.settings), entries)
+		return profile.RenderProcess(proc.ConfigProcess(r.settings), entries)
 	}
 	order := slices.Clone(members)
 	slices.SortStableFunc(order, func(a, b *member) int {
@@ -244,7 +243,7 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 		if m.entry == nil {
 			continue
 		}
-		if limit := r.settings.memberLimit(); len(kept) >= limit {
+		if limit := r.settings.MemberLimit(); len(kept) >= limit {
 			m.limit = limitRefusal{reason: schedulingv1alpha1.ReasonTooManyMembers,
 				message: fmt.Sprintf("Scheduler %s serves its maximum of %d profiles; this one is not served until another leaves", s.Name, limit)}
 			m.entry = nil
@@ -285,7 +284,7 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 // checkMember checks one member on its own, as a profile with a scheduler of its own is checked.
 // procKey is processKey of proc: the check is remembered by it, the profile's name and its spec,
 // so that only a member whose spec or process changed is built again.
-func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *process, served servedNames, procKey string) *member {
+func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *plan.Process, served servedNames, procKey string) *member {
 	m := &member{profile: p, schedulerName: profile.SchedulerName(p)}
 	if m.conflictWith, m.conflictServed = nameOwner(p, all, m.schedulerName, served); m.conflictWith != "" {
 		return m
@@ -297,13 +296,13 @@ func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all
 }
 
 // checkAlone renders and validates a member as a process of its own with its Scheduler's settings.
-func (r *processObjects) checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process) memberCheck {
+func (r *processObjects) checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) memberCheck {
 	entry, cfg, err := r.renderAlone(p, proc)
 	if err != nil {
 		return memberCheck{invalid: err.Error(), errs: renderErrors(err)}
 	}
 	r.metrics.SchedulerBuilt(metrics.BuildMember)
-	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()); len(errs) > 0 {
 		return memberCheck{invalid: errs.ToAggregate().Error(), errs: errs}
 	}
 	return memberCheck{entry: &entry, aloneBytes: len(cfg.YAML)}
@@ -312,13 +311,13 @@ func (r *processObjects) checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc
 // renderAlone renders a member as a process of its own with its Scheduler's settings: what
 // Validate checks for one profile. The entry's queue sort is written the one way its plugin is
 // (CanonicalQueueSort), so that members that sort their queues alike render alike.
-func (r *processObjects) renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *process) (profile.Profile, *profile.Config, error) {
+func (r *processObjects) renderAlone(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) (profile.Profile, *profile.Config, error) {
 	entry, err := profile.RenderProfile(p)
 	if err != nil {
 		return profile.Profile{}, nil, err
 	}
-	entry = r.canonicalQueueSort(entry, proc.run.FeatureGates)
-	cfg, err := profile.RenderProcess(processSettings(proc, r.settings), []profile.Profile{entry})
+	entry = r.canonicalQueueSort(entry, proc.Run.FeatureGates)
+	cfg, err := profile.RenderProcess(proc.ConfigProcess(r.settings), []profile.Profile{entry})
 	return entry, cfg, err
 }
 
@@ -394,7 +393,7 @@ func schedulerQueueSort(oldestFirst []*member, running map[string]*profile.Profi
 
 // runningEntries are the entries of the configuration that runs now, by profile name (the
 // Scheduler's status says which scheduler name each profile had).
-func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment) (map[string]*profile.Profile, error) {
+func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment) (map[string]*profile.Profile, error) {
 	cm, err := r.runningConfig(ctx, proc, d)
 	if err != nil || cm == nil {
 		return nil, err
@@ -417,7 +416,7 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	for _, served := range s.Status.Profiles {
 		if e, ok := bySchedulerName[served.SchedulerName]; ok {
 			// A configuration an earlier operator rendered may spell a queue sort otherwise.
-			e = r.canonicalQueueSort(e, proc.run.FeatureGates)
+			e = r.canonicalQueueSort(e, proc.Run.FeatureGates)
 			out[served.Name] = &e
 		}
 	}
@@ -451,16 +450,6 @@ func servedEntriesKey(configMapUID string, served []schedulingv1alpha1.Scheduler
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
-}
-
-// processSettings are what a process adds around its profiles in the rendered configuration.
-func processSettings(proc *process, s settings) profile.Process {
-	return profile.Process{
-		Namespace: s.namespace,
-		LeaseName: proc.leaseName,
-		Extenders: proc.extenders,
-		CASecrets: proc.secrets.withCA,
-	}
 }
 
 // schedulersWithLeavingMembers enqueues, on an event of a scheduler Deployment, the Schedulers

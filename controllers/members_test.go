@@ -44,7 +44,7 @@ func TestSchedulersWithLeavingMembers(t *testing.T) {
 		testutil.MakeProfile("own").Obj(),
 	}
 	r := fakeObjects(objs...)
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x.scheduler", Namespace: testSettings.namespace, Labels: map[string]string{plan.LabelManagedBy: schedulingv1alpha1.FieldManager}}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "x.scheduler", Namespace: testSettings.Namespace, Labels: map[string]string{plan.LabelManagedBy: schedulingv1alpha1.FieldManager}}}
 	var got []string
 	for _, req := range r.schedulersWithLeavingMembers(t.Context(), d) {
 		got = append(got, req.Name)
@@ -128,7 +128,7 @@ func TestQueueSortRefusals(t *testing.T) {
 // entries are in the configuration.
 func TestMembersOverTheLimitsAreRefusedAlone(t *testing.T) {
 	s := testutil.MakeScheduler("batch").Obj()
-	proc := sharedProcess(s)
+	proc := plan.SharedProcess(s)
 	r := fakeObjects()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	makeMember := func(name string, i int) schedulingv1alpha1.SchedulerProfile {

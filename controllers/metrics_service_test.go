@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -16,7 +17,7 @@ func TestBuildService(t *testing.T) {
 	https := []corev1.ServicePort{{Name: "https", Port: 10259, TargetPort: intstr.FromString("https"), Protocol: corev1.ProtocolTCP}}
 	tests := []struct {
 		name       string
-		proc       *process
+		proc       *plan.Process
 		wantName   string
 		wantLabels map[string]string
 		wantPorts  []corev1.ServicePort
@@ -34,7 +35,7 @@ func TestBuildService(t *testing.T) {
 		},
 		{
 			name:     "a shared Scheduler, named without the dot its Deployment has",
-			proc:     sharedProcess(testutil.MakeScheduler("batch").Replicas(2).Obj()),
+			proc:     plan.SharedProcess(testutil.MakeScheduler("batch").Replicas(2).Obj()),
 			wantName: "metrics-batch--scheduler",
 			wantLabels: map[string]string{
 				"app.kubernetes.io/name": "kube-scheduler", "app.kubernetes.io/instance": "batch",
@@ -47,8 +48,8 @@ func TestBuildService(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := typed[corev1.Service](t, buildService(tc.proc, testSettings))
-			if svc.Name != tc.wantName || svc.Namespace != testSettings.namespace {
-				t.Errorf("Service %s/%s, want %s/%s", svc.Namespace, svc.Name, testSettings.namespace, tc.wantName)
+			if svc.Name != tc.wantName || svc.Namespace != testSettings.Namespace {
+				t.Errorf("Service %s/%s, want %s/%s", svc.Namespace, svc.Name, testSettings.Namespace, tc.wantName)
 			}
 			if errs := validation.IsDNS1123Label(svc.Name); len(errs) > 0 {
 				t.Errorf("Service name %q is not a DNS-1123 label: %v", svc.Name, errs)

@@ -16,6 +16,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -194,8 +195,8 @@ func writeJSON(h hash.Hash, v any) {
 
 // processKey is the part of a member check's key that the process gives: what it renders around
 // the member and the gates it validates with.
-func processKey(proc *process, s settings) string {
-	return keyOf(processSettings(proc, s), proc.run.FeatureGates, proc.gatesPath().String())
+func processKey(proc *plan.Process, s plan.Settings) string {
+	return keyOf(proc.ConfigProcess(s), proc.Run.FeatureGates, proc.GatesPath().String())
 }
 
 // validateProcess is profile.ValidateProcess, remembered by configuration and gates.
@@ -245,12 +246,12 @@ func (ms *memos) queueSortConflict(first, p profile.Profile, gates map[string]bo
 // does not change the fingerprint. Every pass of a Scheduler and of each of its members computes
 // it, so it is written into one buffer and hashed once, without a JSON encoding or a formatted
 // string per profile.
-func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *process, st settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) string {
+func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *plan.Process, st plan.Settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) string {
 	b := make([]byte, 0, 256+96*len(all)+48*len(s.Status.Profiles))
 	str := func(v string) { b = append(append(b, v...), 0) }
 	str(s.Name)
 	str(processKey(proc, st))
-	b = strconv.AppendInt(b, int64(st.memberLimit()), 10)
+	b = strconv.AppendInt(b, int64(st.MemberLimit()), 10)
 	str("")
 	str(runningConfig)
 	for _, m := range s.Status.Profiles {

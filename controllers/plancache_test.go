@@ -30,16 +30,16 @@ func TestPlanFingerprint(t *testing.T) {
 		a.Generation, b.Generation = 1, 1
 		return []schedulingv1alpha1.SchedulerProfile{*a, *b}
 	}
-	st := settings{namespace: "ns"}
-	fingerprint := func(s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, st settings) string {
-		return planFingerprint(s, sharedProcess(s), st, all, "abc", nil, servedNames{}, nil)
+	st := plan.Settings{Namespace: "ns"}
+	fingerprint := func(s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, st plan.Settings) string {
+		return planFingerprint(s, plan.SharedProcess(s), st, all, "abc", nil, servedNames{}, nil)
 	}
 	base := fingerprint(s, profiles(), st)
 	for _, tc := range []struct {
 		name string
 		s    *schedulingv1alpha1.Scheduler
 		all  func([]schedulingv1alpha1.SchedulerProfile) []schedulingv1alpha1.SchedulerProfile
-		st   settings
+		st   plan.Settings
 		same bool
 	}{
 		{name: "listed in another order", same: true, all: func(p []schedulingv1alpha1.SchedulerProfile) []schedulingv1alpha1.SchedulerProfile {
@@ -63,7 +63,7 @@ func TestPlanFingerprint(t *testing.T) {
 			s.Spec.FeatureGates = map[string]bool{"GenericWorkload": true}
 			return s
 		}()},
-		{name: "the member limit", st: settings{namespace: "ns", maxMembers: 3}},
+		{name: "the member limit", st: plan.Settings{Namespace: "ns", MaxMembers: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, all, set := s, profiles(), st
@@ -73,7 +73,7 @@ func TestPlanFingerprint(t *testing.T) {
 			if tc.all != nil {
 				all = tc.all(all)
 			}
-			if tc.st.namespace != "" {
+			if tc.st.Namespace != "" {
 				set = tc.st
 			}
 			if got := fingerprint(sc, all, set); (got == base) != tc.same {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"slices"
 
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -16,7 +17,7 @@ import (
 // change is its entry's: the preview compares its running entry with its latest one, each
 // rendered as a process of its own with the Scheduler's settings, on the pods of its scheduler
 // name. Without a previewer (the admission webhook's plans) nothing is previewed or held.
-func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *process, members []*member, running map[string]*profile.Profile) {
+func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*member, running map[string]*profile.Profile) {
 	if r.previews == nil {
 		return
 	}
@@ -37,17 +38,17 @@ func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *pro
 
 // memberPreview is the preview of a member's change from its running entry (nil when it runs
 // none) to its latest; changed is false when the two render alike.
-func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *process, m *member, running *profile.Profile) (preview.Request, bool) {
-	settings := processSettings(proc, r.settings)
+func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *plan.Process, m *member, running *profile.Profile) (preview.Request, bool) {
+	settings := proc.ConfigProcess(r.settings)
 	next, err := profile.RenderProcess(settings, []profile.Profile{*m.latest})
 	if err != nil {
 		return preview.Request{}, false // validated alone already: not expected
 	}
-	gates := preview.GatesKey(proc.run.FeatureGates)
+	gates := preview.GatesKey(proc.Run.FeatureGates)
 	req := preview.Request{
 		Name: m.profile.Name, Scheduler: s.Name, SchedulerNames: []string{m.schedulerName},
 		Key:  preview.Key{UID: m.profile.UID, To: next.Hash, ToGates: gates, FromGates: gates},
-		Next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.run.FeatureGates},
+		Next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.Run.FeatureGates},
 	}
 	if running == nil {
 		return req, true
@@ -60,7 +61,7 @@ func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *pr
 		return preview.Request{}, false
 	}
 	req.Key.From = prev.Hash
-	req.Running = &simulate.Profile{Name: prev.Hash, Config: prev.YAML, FeatureGates: proc.run.FeatureGates}
+	req.Running = &simulate.Profile{Name: prev.Hash, Config: prev.YAML, FeatureGates: proc.Run.FeatureGates}
 	if !slices.Contains(req.SchedulerNames, running.SchedulerName) {
 		req.SchedulerNames = append(req.SchedulerNames, running.SchedulerName)
 	}

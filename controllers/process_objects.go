@@ -40,7 +40,7 @@ import (
 // use it, so a dedicated and a shared scheduler run the same way.
 type processObjects struct {
 	client   client.Client
-	settings settings
+	settings plan.Settings
 	// apis checks through the apiserver's discovery the APIs that feature gates need; nil skips
 	// the check.
 	apis *plan.ServedAPIs
@@ -69,7 +69,7 @@ type processObjects struct {
 // run applies the objects of a process with a valid configuration, removes what it no longer
 // needs, follows the rollout, and returns its live Deployment. A revision whose rollout failed is
 // not applied again: the Deployment stays on (or returns to) the last revision that ran available.
-func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Config, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
+func (r *processObjects) run(ctx context.Context, proc *plan.Process, cfg *profile.Config, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
 	live, err := r.liveDeployment(ctx, proc)
 	if err != nil {
 		return nil, st, err
@@ -81,7 +81,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 		return nil, st, err
 	}
 	st.upgrade.config = cfg
-	if proc.grantLegacy, err = r.mayRunLegacyLease(ctx, proc, live, st); err != nil {
+	if proc.GrantLegacy, err = r.mayRunLegacyLease(ctx, proc, live, st); err != nil {
 		return nil, st, err
 	}
 	objs := r.desiredObjects(proc, cfg, st.upgrade.image)
@@ -89,7 +89,7 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 	desired := objs[last].Desired.(*appsv1ac.DeploymentApplyConfiguration)
 	stampApplied(desired, live, time.Now())
 	oneLeaderStrategy(proc, desired, live)
-	carryImageRollback(desired, live, r.settings.image)
+	carryImageRollback(desired, live, r.settings.Image)
 	revision := desired.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	if revision == st.failed {
 		rollback, refused, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, desiredImageOf(desired))
@@ -143,9 +143,9 @@ func (r *processObjects) run(ctx context.Context, proc *process, cfg *profile.Co
 
 // desiredObjects are the objects of a process with a valid configuration, the ConfigMap before
 // the Deployment that mounts it, whose scheduler runs image.
-func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, image string) []deploy.Owned {
+func (r *processObjects) desiredObjects(proc *plan.Process, cfg *profile.Config, image string) []deploy.Owned {
 	s := r.settings
-	s.image = image
+	s.Image = image
 	objs := []deploy.Owned{
 		newOwned(proc, buildServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
 		newOwned(proc, buildClusterRoleBinding(proc, s, kubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
@@ -156,7 +156,7 @@ func (r *processObjects) desiredObjects(proc *process, cfg *profile.Config, imag
 		newOwned(proc, buildConfigMap(proc, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
 		newOwned(proc, buildService(proc, s), &corev1.Service{}, corev1ac.ExtractService),
 	}
-	if replicas(proc.run.Replicas) > 1 {
+	if replicas(proc.Run.Replicas) > 1 {
 		objs = append(objs, newOwned(proc, buildPodDisruptionBudget(proc, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
 	}
 	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
@@ -233,9 +233,9 @@ func kindOf(obj client.Object) string {
 }
 
 // liveDeployment reads the process's Deployment from the cache; nil when there is none.
-func (r *processObjects) liveDeployment(ctx context.Context, proc *process) (*appsv1.Deployment, error) {
+func (r *processObjects) liveDeployment(ctx context.Context, proc *plan.Process) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: proc.names.deployment()}, d)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.Namespace, Name: proc.Names.Deployment()}, d)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -247,7 +247,7 @@ func (r *processObjects) liveDeployment(ctx context.Context, proc *process) (*ap
 
 // runningConfig reads the ConfigMap that the process's Deployment mounts now; nil when there is
 // none.
-func (r *processObjects) runningConfig(ctx context.Context, proc *process, d *appsv1.Deployment) (*corev1.ConfigMap, error) {
+func (r *processObjects) runningConfig(ctx context.Context, proc *plan.Process, d *appsv1.Deployment) (*corev1.ConfigMap, error) {
 	if d == nil {
 		return nil, nil
 	}
@@ -256,7 +256,7 @@ func (r *processObjects) runningConfig(ctx context.Context, proc *process, d *ap
 		return nil, nil
 	}
 	cm := &corev1.ConfigMap{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: proc.names.configMap(hash)}, cm)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.Namespace, Name: proc.Names.ConfigMap(hash)}, cm)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -267,19 +267,19 @@ func (r *processObjects) runningConfig(ctx context.Context, proc *process, d *ap
 }
 
 // deleteUnwantedPDB removes the PodDisruptionBudget of a process scaled down to one replica.
-func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *process) error {
-	if replicas(proc.run.Replicas) > 1 {
+func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *plan.Process) error {
+	if replicas(proc.Run.Replicas) > 1 {
 		return nil
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.namespace, Name: proc.names.deployment()}, pdb)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.Namespace, Name: proc.Names.Deployment()}, pdb)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading the PodDisruptionBudget: %w", err)
 	}
-	if !metav1.IsControlledBy(pdb, proc.owner) {
+	if !metav1.IsControlledBy(pdb, proc.Owner) {
 		return nil
 	}
 	if err := r.client.Delete(ctx, pdb); client.IgnoreNotFound(err) != nil {
@@ -291,21 +291,21 @@ func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *process) e
 // removeProcess deletes the objects of a process that its owner still controls, the Deployment
 // first: a profile that joined a Scheduler, once the Scheduler serves it, needs no scheduler of
 // its own. Objects already gone are skipped, so a later pass writes nothing.
-func (r *processObjects) removeProcess(ctx context.Context, proc *process) error {
-	ns := r.settings.namespace
+func (r *processObjects) removeProcess(ctx context.Context, proc *plan.Process) error {
+	ns := r.settings.Namespace
 	at := func(namespace, name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: namespace, Name: name}
 	}
 	objs := []client.Object{
-		&appsv1.Deployment{ObjectMeta: at(ns, proc.names.deployment())},
-		&policyv1.PodDisruptionBudget{ObjectMeta: at(ns, proc.names.deployment())},
-		&corev1.ServiceAccount{ObjectMeta: at(ns, proc.names.serviceAccount())},
-		&corev1.Service{ObjectMeta: at(ns, proc.names.service())},
-		&rbacv1.Role{ObjectMeta: at(ns, proc.names.leaseRole())},
-		&rbacv1.RoleBinding{ObjectMeta: at(ns, proc.names.leaseRole())},
-		&rbacv1.RoleBinding{ObjectMeta: at(authReaderNamespace, proc.names.authReaderBinding())},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.names.clusterRoleBinding(kubeSchedulerClusterRole[len("system:"):]))},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.names.clusterRoleBinding(volumeSchedulerClusterRole[len("system:"):]))},
+		&appsv1.Deployment{ObjectMeta: at(ns, proc.Names.Deployment())},
+		&policyv1.PodDisruptionBudget{ObjectMeta: at(ns, proc.Names.Deployment())},
+		&corev1.ServiceAccount{ObjectMeta: at(ns, proc.Names.ServiceAccount())},
+		&corev1.Service{ObjectMeta: at(ns, proc.Names.Service())},
+		&rbacv1.Role{ObjectMeta: at(ns, proc.Names.LeaseRole())},
+		&rbacv1.RoleBinding{ObjectMeta: at(ns, proc.Names.LeaseRole())},
+		&rbacv1.RoleBinding{ObjectMeta: at(authReaderNamespace, proc.Names.AuthReaderBinding())},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.Names.ClusterRoleBinding(kubeSchedulerClusterRole[len("system:"):]))},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.Names.ClusterRoleBinding(volumeSchedulerClusterRole[len("system:"):]))},
 	}
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, client.InNamespace(ns), ownedBy(proc)); err != nil {
@@ -321,7 +321,7 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *process) error
 			}
 			return fmt.Errorf("reading %s %s: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
 		}
-		if !metav1.IsControlledBy(obj, proc.owner) {
+		if !metav1.IsControlledBy(obj, proc.Owner) {
 			continue
 		}
 		if err := r.client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
@@ -356,7 +356,7 @@ func ownsProcessObjects(b *builder.Builder, ownerLabel string) *builder.Builder 
 // judgeRollout follows the rollout of the Deployment's revision (rolloutState.next): a revision
 // that runs available becomes the one to return to; one whose rollout failed for good is marked
 // failed, and run returns the Deployment to the last available revision.
-func (r *processObjects) judgeRollout(ctx context.Context, proc *process, d *appsv1.Deployment, st rolloutState) (rolloutState, error) {
+func (r *processObjects) judgeRollout(ctx context.Context, proc *plan.Process, d *appsv1.Deployment, st rolloutState) (rolloutState, error) {
 	if d == nil {
 		return st, nil
 	}
@@ -374,14 +374,14 @@ func (r *processObjects) judgeRollout(ctx context.Context, proc *process, d *app
 // judgeRevision reads the ReplicaSet and pods of the Deployment's revision and judges its
 // rollout against the time the operator applied it, never against the ReplicaSet's creation: a
 // Deployment reuses the ReplicaSet of a template it ran before.
-func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *appsv1.Deployment, rev string) (rolloutVerdict, error) {
+func (r *processObjects) judgeRevision(ctx context.Context, proc *plan.Process, d *appsv1.Deployment, rev string) (rolloutVerdict, error) {
 	applied, ok := appliedAt(d)
 	if !ok {
 		// The cache has not seen the apply that records it yet; that apply changes the
 		// Deployment, so a pass follows anyway.
 		return rolloutVerdict{recheckAfter: time.Second}, nil
 	}
-	inNamespace, selected := client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels())
+	inNamespace, selected := client.InNamespace(r.settings.Namespace), client.MatchingLabels(proc.SelectorLabels())
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, inNamespace, selected, ownedBy(proc)); err != nil {
 		return rolloutVerdict{}, fmt.Errorf("listing ReplicaSets: %w", err)
@@ -409,9 +409,9 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *process, d *ap
 // failedImage is the image of the revision rolled back from; a rollback to another image stops
 // the upgrade wave of that image (markImageRollback), and a rollback keeps the mark of an
 // earlier one (carryImageRollback).
-func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, revision string, live *appsv1.Deployment, failedImage string) (rollback *deploy.Owned, refused string, err error) {
+func (r *processObjects) rollbackDeployment(ctx context.Context, proc *plan.Process, revision string, live *appsv1.Deployment, failedImage string) (rollback *deploy.Owned, refused string, err error) {
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.Namespace), client.MatchingLabels(proc.SelectorLabels()), ownedBy(proc)); err != nil {
 		return nil, "", fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, revision)
@@ -433,7 +433,7 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 	markImageRollback(d, failedImage)
 	// A later rollback, of a user's change, keeps the mark that stopped the wave of the
 	// operator's image: without it the apply drops the annotation and the image is tried again.
-	carryImageRollback(d, live, r.settings.image)
+	carryImageRollback(d, live, r.settings.Image)
 	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
 	return &o, "", nil
 }
@@ -442,9 +442,9 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *process, 
 // again, "" when it may: a rollback mounts them as a rollout does, and a Secret's consent may
 // have been withdrawn since that template ran (secretConsent). A Secret that is gone is refused
 // too: whatever Secret later takes its name would be mounted unchecked.
-func (r *processObjects) unconsentedSecret(ctx context.Context, proc *process, t *corev1.PodTemplateSpec) (string, error) {
+func (r *processObjects) unconsentedSecret(ctx context.Context, proc *plan.Process, t *corev1.PodTemplateSpec) (string, error) {
 	for _, name := range templateSecrets(t) {
-		key := client.ObjectKey{Namespace: r.settings.namespace, Name: name}
+		key := client.ObjectKey{Namespace: r.settings.Namespace, Name: name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -452,7 +452,7 @@ func (r *processObjects) unconsentedSecret(ctx context.Context, proc *process, t
 			}
 			return "", fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		if why := secretConsent(secret, proc.secretUser()); why != "" {
+		if why := secretConsent(secret, proc.SecretUser()); why != "" {
 			return fmt.Sprintf("Secret %s, which that revision mounts, %s", key, why), nil
 		}
 	}
@@ -464,20 +464,20 @@ func (r *processObjects) unconsentedSecret(ctx context.Context, proc *process, t
 // from it may still have its pods (Recreate not done), or the revision to return to after a
 // failed rollout uses it. Until then the lease Role grants it, so that a leader on it keeps its
 // lease until it stops.
-func (r *processObjects) mayRunLegacyLease(ctx context.Context, proc *process, live *appsv1.Deployment, st rolloutState) (bool, error) {
+func (r *processObjects) mayRunLegacyLease(ctx context.Context, proc *plan.Process, live *appsv1.Deployment, st rolloutState) (bool, error) {
 	if live == nil {
 		return false, nil
 	}
-	if proc.leaseOf(live.Spec.Template.Annotations) != proc.leaseName || live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+	if proc.LeaseOf(live.Spec.Template.Annotations) != proc.LeaseName || live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		return true, nil
 	}
 	if st.lastAvailable == "" || st.lastAvailable == live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
 		return false, nil
 	}
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.namespace), client.MatchingLabels(proc.selectorLabels()), ownedBy(proc)); err != nil {
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.Namespace), client.MatchingLabels(proc.SelectorLabels()), ownedBy(proc)); err != nil {
 		return false, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, st.lastAvailable)
-	return rs != nil && proc.leaseOf(rs.Spec.Template.Annotations) != proc.leaseName, nil
+	return rs != nil && proc.LeaseOf(rs.Spec.Template.Annotations) != proc.LeaseName, nil
 }

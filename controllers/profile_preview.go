@@ -19,7 +19,7 @@ import (
 
 // preview asks for the preview of a dedicated profile's change from the configuration its
 // Deployment d runs to cfg, and says whether the rollout waits for it.
-func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *process, cfg *profile.Config, d *appsv1.Deployment) (preview.Gate, error) {
+func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, cfg *profile.Config, d *appsv1.Deployment) (preview.Gate, error) {
 	s := p.Spec.Rollout.Preview
 	if r.previews == nil || preview.Mode(s) == schedulingv1alpha1.PreviewOff {
 		return preview.Gate{}, nil
@@ -29,8 +29,8 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 		return preview.Gate{}, err
 	}
 	req := preview.Request{
-		Name: p.Name, Key: preview.Key{UID: p.UID, To: cfg.Hash, ToGates: preview.GatesKey(proc.run.FeatureGates)}, SchedulerNames: []string{cfg.SchedulerName},
-		Next: simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.run.FeatureGates},
+		Name: p.Name, Key: preview.Key{UID: p.UID, To: cfg.Hash, ToGates: preview.GatesKey(proc.Run.FeatureGates)}, SchedulerNames: []string{cfg.SchedulerName},
+		Next: simulate.Profile{Name: cfg.Hash, Config: cfg.YAML, FeatureGates: proc.Run.FeatureGates},
 	}
 	if running != nil {
 		gates := runningGates(d)

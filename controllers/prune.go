@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +20,8 @@ import (
 
 // pruneConfigMaps deletes the process's ConfigMaps that neither the current configuration nor any
 // ReplicaSet of its Deployment uses, but keeps the newest keptConfigMaps of those for rollbacks.
-func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *process, currentHash string) error {
-	inNamespace := client.InNamespace(r.settings.namespace)
+func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *plan.Process, currentHash string) error {
+	inNamespace := client.InNamespace(r.settings.Namespace)
 	ofProfile := ownedBy(proc)
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, inNamespace, ofProfile); err != nil {
@@ -41,8 +42,8 @@ func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *process, cur
 
 // unusedConfigMaps picks the ConfigMaps to delete: owned by the process, not the current one,
 // not mounted by a ReplicaSet, and older than the newest keptConfigMaps such ones.
-func unusedConfigMaps(proc *process, cms []corev1.ConfigMap, rss []appsv1.ReplicaSet, currentHash string) []corev1.ConfigMap {
-	used := map[string]bool{proc.names.configMap(currentHash): true}
+func unusedConfigMaps(proc *plan.Process, cms []corev1.ConfigMap, rss []appsv1.ReplicaSet, currentHash string) []corev1.ConfigMap {
+	used := map[string]bool{proc.Names.ConfigMap(currentHash): true}
 	for _, rs := range rss {
 		for _, v := range rs.Spec.Template.Spec.Volumes {
 			if v.ConfigMap != nil {
@@ -52,7 +53,7 @@ func unusedConfigMaps(proc *process, cms []corev1.ConfigMap, rss []appsv1.Replic
 	}
 	var unused []corev1.ConfigMap
 	for _, cm := range cms {
-		if !used[cm.Name] && metav1.IsControlledBy(&cm, proc.owner) {
+		if !used[cm.Name] && metav1.IsControlledBy(&cm, proc.Owner) {
 			unused = append(unused, cm)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
 )
@@ -51,7 +52,7 @@ func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.Sche
 	if errs := v.checkDedicatedProfile(p, all, served); len(errs) > 0 {
 		return errs, nil, nil
 	}
-	proc := dedicatedProcess(p, profile.SchedulerName(p))
+	proc := plan.DedicatedProcess(p, profile.SchedulerName(p))
 	errs, warnings, err := v.clusterErrors(ctx, proc)
 	if err != nil || len(errs) > 0 {
 		return errs, warnings, err
@@ -65,7 +66,7 @@ func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile,
 	if owner, serving := nameOwner(p, all, name, served); owner != "" {
 		return field.ErrorList{nameConflict(p, name, owner, serving)}
 	}
-	_, _, errs := v.checkDedicated(p, dedicatedProcess(p, name))
+	_, _, errs := v.checkDedicated(p, plan.DedicatedProcess(p, name))
 	return errs
 }
 
@@ -88,10 +89,10 @@ func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1
 		s = &schedulingv1alpha1.Scheduler{ObjectMeta: metav1.ObjectMeta{Name: ref}}
 		warnings = append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q does not exist; the profile is not served until it is created", ref))
 	}
-	proc := sharedProcess(s)
+	proc := plan.SharedProcess(s)
 	// A Scheduler refused for its own settings is the Scheduler's fault, not the member's: the
 	// member is admitted, and its status says why it is not served.
-	if errs := proc.settingsErrors(v.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(v.settings); len(errs) > 0 {
 		return nil, append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q is refused for its own settings, so the profile is not served until it is fixed: %v", ref, errs.ToAggregate())), nil
 	}
 	m, err := v.reviewMember(ctx, s, proc, p, all, served)
@@ -132,10 +133,10 @@ func nameConflict(p *schedulingv1alpha1.SchedulerProfile, name, owner string, se
 // combined configuration with its members. A member that the settings would refuse only gets a
 // warning: members fail alone.
 func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Scheduler) (field.ErrorList, []string, error) {
-	proc := sharedProcess(s)
+	proc := plan.SharedProcess(s)
 	// Its own settings first, each at its field: rendering would refuse an inline key (which a
 	// stored Scheduler may still carry) as one error.
-	if errs := proc.settingsErrors(v.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(v.settings); len(errs) > 0 {
 		return errs, nil, nil
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
@@ -143,7 +144,7 @@ func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Sc
 	if err != nil {
 		return nil, nil, err
 	}
-	if errs := profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()); len(errs) > 0 {
+	if errs := profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()); len(errs) > 0 {
 		return errs, nil, nil
 	}
 	errs, warnings, err := v.clusterErrors(ctx, proc)
@@ -155,7 +156,7 @@ func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Sc
 }
 
 // checkMembers plans the Scheduler with its members as its reconciler does.
-func (v *Reviewer) checkMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process) ([]string, field.ErrorList, error) {
+func (v *Reviewer) checkMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process) ([]string, field.ErrorList, error) {
 	d, err := v.liveDeployment(ctx, proc)
 	if err != nil {
 		return nil, nil, err
@@ -171,7 +172,7 @@ func (v *Reviewer) checkMembers(ctx context.Context, s *schedulingv1alpha1.Sched
 		}
 	}
 	if pl.config != nil {
-		if err := v.validateProcess(pl.config, proc.run.FeatureGates); err != nil {
+		if err := v.validateProcess(pl.config, proc.Run.FeatureGates); err != nil {
 			return warnings, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{},
 				"the scheduler would refuse the combined configuration of the members with these settings: "+err.Error())}, nil
 		}

@@ -20,17 +20,17 @@ import (
 // rollout. Both can change after admission, so the reconcilers check them again on every pass.
 // A Secret that does not exist yet is only a warning: it may be created after the object that
 // names it.
-func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (field.ErrorList, []string, error) {
+func (r *processObjects) clusterErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
 	errs, warnings, err := r.extenderSecretErrors(ctx, proc)
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := r.apis.FirstMissing(proc.run.FeatureGates)
+	req, err := r.apis.FirstMissing(proc.Run.FeatureGates)
 	if err != nil {
 		return nil, nil, err
 	}
 	if req != nil {
-		path := proc.gatesPath()
+		path := proc.GatesPath()
 		if !req.ByDefault {
 			path = path.Child(req.Gate)
 		}
@@ -42,17 +42,17 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *process) (fiel
 // extenderSecretErrors reads the Secrets that the process's extenders name and refuses, at the
 // extender's secretRef, those that checkExtenderSecret refuses, then an HTTPS extender left
 // without a CA (unverifiedHTTPS) once every Secret was read.
-func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process) (field.ErrorList, []string, error) {
+func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
 	var errs field.ErrorList
 	var warnings []string
 	withCA := sets.New[string]()
 	allRead := true
-	for i, e := range proc.extenders {
+	for i, e := range proc.Extenders {
 		if e.TLSConfig == nil || e.TLSConfig.SecretRef.Name == "" {
 			continue
 		}
 		path := plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name")
-		key := client.ObjectKey{Namespace: r.settings.namespace, Name: e.TLSConfig.SecretRef.Name}
+		key := client.ObjectKey{Namespace: r.settings.Namespace, Name: e.TLSConfig.SecretRef.Name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if !apierrors.IsNotFound(err) {
@@ -62,7 +62,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process
 			warnings = append(warnings, fmt.Sprintf("%s: Secret %s does not exist; nothing is rolled out until it does", path, key))
 			continue
 		}
-		if refusal := checkExtenderSecret(key, secret, proc.secretUser()); refusal.refused() {
+		if refusal := checkExtenderSecret(key, secret, proc.SecretUser()); refusal.refused() {
 			errs = append(errs, field.Invalid(path, key.Name, refusal.message))
 			continue
 		}
@@ -73,8 +73,8 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *process
 	if len(errs) > 0 || !allRead {
 		return errs, warnings, nil
 	}
-	if i, refusal := unverifiedHTTPS(proc.extenders, withCA, r.settings.namespace); refusal.refused() {
-		errs = append(errs, field.Invalid(plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.extenders[i].TLSConfig.SecretRef.Name, refusal.message))
+	if i, refusal := unverifiedHTTPS(proc.Extenders, withCA, r.settings.Namespace); refusal.refused() {
+		errs = append(errs, field.Invalid(plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.Extenders[i].TLSConfig.SecretRef.Name, refusal.message))
 	}
 	return errs, warnings, nil
 }

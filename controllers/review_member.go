@@ -4,6 +4,7 @@ import (
 	"context"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -13,7 +14,7 @@ import (
 // against that plan's other members: the oldest one's queue sort, the member limit and the size
 // of the configuration. A Scheduler at its member limit, or whose configuration might not hold
 // p's entry, is planned whole with p in it.
-func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (*member, error) {
+func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (*member, error) {
 	d, err := v.liveDeployment(ctx, proc)
 	if err != nil {
 		return nil, err
@@ -46,7 +47,7 @@ func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Sched
 // when base refuses a member for a limit, m would make one member too many, or base's
 // configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
 // the whole plan says which members fit.
-func (v *Reviewer) fitsInPlan(base *schedulerPlan, proc *process, m *member, running map[string]*profile.Profile) bool {
+func (v *Reviewer) fitsInPlan(base *schedulerPlan, proc *plan.Process, m *member, running map[string]*profile.Profile) bool {
 	members := make([]*member, 0, len(base.members)+1)
 	others := 0
 	for _, o := range base.members {
@@ -66,7 +67,7 @@ func (v *Reviewer) fitsInPlan(base *schedulerPlan, proc *process, m *member, run
 		}
 		members = append(members, o)
 	}
-	if others+1 > v.settings.memberLimit() {
+	if others+1 > v.settings.MemberLimit() {
 		return false
 	}
 	size := m.aloneBytes
@@ -76,6 +77,6 @@ func (v *Reviewer) fitsInPlan(base *schedulerPlan, proc *process, m *member, run
 	if size > MaxConfigBytes {
 		return false
 	}
-	m.queueSortConflict = queueSortRefusals(v.cache(), append(members, m), running, proc.run.FeatureGates)[m]
+	m.queueSortConflict = queueSortRefusals(v.cache(), append(members, m), running, proc.Run.FeatureGates)[m]
 	return true
 }

@@ -275,10 +275,10 @@ func TestProfileValidatorRenameOntoServedName(t *testing.T) {
 	old := createdAt(testutil.MakeProfile("old").SchedulerName("mine").Obj(), 10)
 	young := createdAt(testutil.MakeProfile("young").SchedulerName("team").Obj(), 5)
 	serving := []client.Object{
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-config-1"},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "young-config-1"},
 			Data: map[string]string{plan.ConfigFileKey: "profiles:\n- schedulerName: team\n"}},
 		&appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "young-scheduler",
+			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "young-scheduler",
 				Labels: map[string]string{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "young"}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 				Volumes: []corev1.Volume{{Name: plan.ConfigVolume, VolumeSource: corev1.VolumeSource{

@@ -17,6 +17,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 // Defaults of the rollout thresholds (RolloutThresholds), which the operator's flags can change.
@@ -332,9 +333,9 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 }
 
 // rolloutDeadline is the process's rolloutDeadlineSeconds, or the operator's default.
-func rolloutDeadline(proc *process, th RolloutThresholds) time.Duration {
-	if proc.run.RolloutDeadlineSeconds > 0 {
-		return time.Duration(proc.run.RolloutDeadlineSeconds) * time.Second
+func rolloutDeadline(proc *plan.Process, th RolloutThresholds) time.Duration {
+	if proc.Run.RolloutDeadlineSeconds > 0 {
+		return time.Duration(proc.Run.RolloutDeadlineSeconds) * time.Second
 	}
 	return th.withDefaults().Deadline
 }
@@ -360,11 +361,11 @@ func stampApplied(desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.D
 // that a change in the middle of it cannot bring surge back while an old leader still runs; then
 // it returns to surge first. Only the upgrade from a version before profile.LeasePrefix (and a
 // rollback across it) changes the lease.
-func oneLeaderStrategy(proc *process, desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment) {
+func oneLeaderStrategy(proc *plan.Process, desired *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment) {
 	if live == nil {
 		return
 	}
-	crossing := proc.leaseOf(live.Spec.Template.Annotations) != proc.leaseOf(desired.Spec.Template.Annotations)
+	crossing := proc.LeaseOf(live.Spec.Template.Annotations) != proc.LeaseOf(desired.Spec.Template.Annotations)
 	recreating := live.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && !onTemplate(live)
 	if crossing || recreating {
 		desired.Spec.WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType))

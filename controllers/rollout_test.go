@@ -385,8 +385,8 @@ func TestRollbackTemplate(t *testing.T) {
 // Deployment that runs that revision already is given it again, since that mounts nothing new.
 func TestRollbackChecksConsent(t *testing.T) {
 	proc := dedicated(testutil.MakeProfile("p").Obj())
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "p-scheduler-1", Labels: proc.selectorLabels()}}
-	rs.Spec.Template.Labels = proc.selectorLabels()
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "p-scheduler-1", Labels: proc.SelectorLabels()}}
+	rs.Spec.Template.Labels = proc.SelectorLabels()
 	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1"}
 	rs.Spec.Template.Spec.Volumes = []corev1.Volume{
 		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "p-config-1"}}}},
@@ -459,15 +459,15 @@ func TestRolloutFailedMessageOfARefusedRollback(t *testing.T) {
 func TestRollbackTakesNoServedName(t *testing.T) {
 	s := testutil.MakeScheduler("shared").Obj()
 	s.Status.Profiles = []schedulingv1alpha1.SchedulerMember{{Name: "a", SchedulerName: "a"}}
-	proc := sharedProcess(s)
+	proc := plan.SharedProcess(s)
 	config, mounting := configWithNames, mountingConfig
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "shared.scheduler-1", Labels: proc.selectorLabels()}}
-	rs.Spec.Template.Labels = proc.selectorLabels()
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "shared.scheduler-1", Labels: proc.SelectorLabels()}}
+	rs.Spec.Template.Labels = proc.SelectorLabels()
 	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1"}
 	rs.Spec.Template.Spec = mounting("shared.config-1")
 	// The dedicated profile "left" now serves the name the old revision had for a member.
 	taken := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "left-scheduler",
+		ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "left-scheduler",
 			Labels: map[string]string{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager, schedulingv1alpha1.LabelProfile: "left"}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{Spec: mounting("left-config-1")}},
 	}
@@ -502,15 +502,15 @@ func TestRollbackTakesNoServedName(t *testing.T) {
 // image that failed was tried again.
 func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 	proc := dedicated(testutil.MakeProfile("p").Obj())
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "p-scheduler-1", Labels: proc.selectorLabels()}}
-	rs.Spec.Template.Labels = proc.selectorLabels()
-	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1", schedulingv1alpha1.AnnotationLease: proc.leaseName}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "p-scheduler-1", Labels: proc.SelectorLabels()}}
+	rs.Spec.Template.Labels = proc.SelectorLabels()
+	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1", schedulingv1alpha1.AnnotationLease: proc.LeaseName}
 	rs.Spec.Template.Spec.Containers = []corev1.Container{{Name: schedulerContainer, Image: "example.com/spo:v1"}}
 	for _, tc := range []struct {
 		name, mark string
 		wantMark   bool
 	}{
-		{name: "marked with the operator's image", mark: testSettings.image, wantMark: true},
+		{name: "marked with the operator's image", mark: testSettings.Image, wantMark: true},
 		{name: "marked with another image", mark: "example.com/spo:old"},
 		{name: "not marked"},
 	} {
@@ -527,7 +527,7 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 				t.Fatalf("rollback %v, refused %q, err %v", rollback, refused, err)
 			}
 			d := typed[appsv1.Deployment](t, rollback.Desired)
-			if got, ok := d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.image) {
+			if got, ok := d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.Image) {
 				t.Errorf("the rollback's mark is %q (set: %v), want set: %v", got, ok, tc.wantMark)
 			}
 		})

@@ -160,7 +160,7 @@ func degradedMessage(s *schedulingv1alpha1.Scheduler, reason string) string {
 
 // schedulerObservation is what one pass over a Scheduler found and did.
 type schedulerObservation struct {
-	proc *process
+	proc *plan.Process
 	plan *schedulerPlan
 	// invalid is the scheduler's message when the combined configuration would not start.
 	invalid string
@@ -183,13 +183,13 @@ type schedulerObservation struct {
 // reconcile runs the steps of one pass. Without any member to serve, the Deployment is removed:
 // kube-scheduler would otherwise run its default profile, a second "default-scheduler".
 func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alpha1.Scheduler) (*schedulerObservation, error) {
-	obs := &schedulerObservation{proc: sharedProcess(s)}
+	obs := &schedulerObservation{proc: plan.SharedProcess(s)}
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
 	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
 	}
-	if errs := obs.proc.settingsErrors(r.settings); len(errs) > 0 {
+	if errs := obs.proc.SettingsErrors(r.settings); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
@@ -208,11 +208,11 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		}
 		return obs, nil
 	}
-	if err := r.validateProcess(obs.plan.config, obs.proc.run.FeatureGates); err != nil {
+	if err := r.validateProcess(obs.plan.config, obs.proc.Run.FeatureGates); err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
 	}
-	if obs.apiMissing, err = r.apis.Missing(obs.proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.Missing(obs.proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
@@ -235,8 +235,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	case obs.applied:
 		st.ObservedGeneration = s.Generation
 		st.ConfigHash = runningHash(obs.plan.config, obs.rollout, obs.deployment)
-		st.ConfigMapName = obs.proc.names.configMap(st.ConfigHash)
-		st.DeploymentName = obs.proc.names.deployment()
+		st.ConfigMapName = obs.proc.Names.ConfigMap(st.ConfigHash)
+		st.DeploymentName = obs.proc.Names.Deployment()
 		st.Profiles = servedProfiles(obs.plan)
 	case obs.plan != nil && obs.plan.config == nil && obs.failure == "":
 		st.ObservedGeneration = s.Generation

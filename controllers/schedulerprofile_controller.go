@@ -80,7 +80,7 @@ type SchedulerProfileReconciler struct {
 // image, the image of kube-scheduler with this project's plugins. d answers which APIs and
 // which version the apiserver serves; nil skips those checks.
 func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return newSchedulerProfileReconciler(processObjects{client: c, apis: plan.NewServedAPIs(d), settings: settings{namespace: namespace, image: image}}, d, recorder)
+	return newSchedulerProfileReconciler(processObjects{client: c, apis: plan.NewServedAPIs(d), settings: plan.Settings{Namespace: namespace, Image: image}}, d, recorder)
 }
 
 // newSchedulerProfileReconciler returns the reconciler that SetupManager runs, with the operator's processObjects.
@@ -263,7 +263,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 type observation struct {
 	schedulerName string
 	// process runs the profile: its own, or its Scheduler's; nil when the Scheduler is missing.
-	process *process
+	process *plan.Process
 	// schedulerMissing is set when schedulerRef names a Scheduler that does not exist.
 	schedulerMissing bool
 	// schedulerDeleting is set when schedulerRef names a Scheduler that is being deleted.
@@ -336,7 +336,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if p.Spec.SchedulerRef.Name != "" {
 		return obs, r.reconcileMember(ctx, p, obs)
 	}
-	proc := dedicatedProcess(p, obs.schedulerName)
+	proc := plan.DedicatedProcess(p, obs.schedulerName)
 	obs.process = proc
 	obs.previewed = r.previews.Status(p.Name)
 	st := rolloutStateOf(p.Status.ProcessStatus)
@@ -356,7 +356,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, r.stopServing(ctx, proc, obs, served)
 	}
 	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
-	if errs := proc.settingsErrors(r.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(r.settings); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
@@ -369,7 +369,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, nil
 	}
 	r.observeAdvice(ctx, p, proc, obs)
-	if obs.apiMissing, err = r.apis.Missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.Missing(proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
@@ -452,7 +452,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		}
 		return fmt.Errorf("reading Scheduler %s: %w", p.Spec.SchedulerRef.Name, err)
 	}
-	proc := sharedProcess(s)
+	proc := plan.SharedProcess(s)
 	obs.process = proc
 	obs.previewed = r.previews.Status(p.Name)
 	// The Scheduler's rollouts are the member's: its status shows them.
@@ -473,7 +473,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		obs.schedulerDeleting = true
 		return nil
 	}
-	if errs := proc.settingsErrors(r.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(r.settings); len(errs) > 0 {
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
@@ -498,7 +498,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	// The Scheduler's reconciler holds the rollout back for a missing API or a version skew: say
 	// so here too.
-	if obs.apiMissing, err = r.apis.Missing(proc.run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.apis.Missing(proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
@@ -528,7 +528,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 // the member p, "" when its replicas serve p. The entry must be in the configuration of the
 // Deployment's template; while that configuration rolls out, old replicas may run one without
 // it, so a member that was not Available becomes so only once the rollout is complete.
-func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *process, d *appsv1.Deployment, p *schedulingv1alpha1.SchedulerProfile) (string, error) {
+func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment, p *schedulingv1alpha1.SchedulerProfile) (string, error) {
 	if d == nil {
 		return "", nil // availability says nothing runs
 	}
@@ -536,7 +536,7 @@ func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *sch
 	if err != nil {
 		return "", err
 	}
-	configMap := proc.names.configMap(d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash])
+	configMap := proc.Names.ConfigMap(d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash])
 	if running[p.Name] == nil {
 		return fmt.Sprintf("Scheduler %s runs the configuration %s, which has no entry of this profile (see ConfigValid)", s.Name, configMap), nil
 	}
@@ -558,7 +558,7 @@ func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *s
 	if _, done := r.cache().releasedProcesses.get(key); done && key != "" {
 		return nil
 	}
-	if err := r.removeProcess(ctx, dedicatedProcess(p, schedulerName)); err != nil {
+	if err := r.removeProcess(ctx, plan.DedicatedProcess(p, schedulerName)); err != nil {
 		return err
 	}
 	if key != "" {
@@ -570,12 +570,12 @@ func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *s
 // checkDedicated renders and validates the configuration of a profile that runs its own
 // scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
 // status, errs the same errors with their fields.
-func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *process) (cfg *profile.Config, invalid string, errs field.ErrorList) {
+func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) (cfg *profile.Config, invalid string, errs field.ErrorList) {
 	// Render refuses the extenders' too, as one error; checked here they keep their fields.
-	if errs := proc.settingsErrors(r.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(r.settings); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
-	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.namespace, CASecrets: proc.secrets.withCA})
+	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.Namespace, CASecrets: proc.Secrets.WithCA})
 	if err != nil {
 		return nil, err.Error(), renderErrors(err)
 	}
@@ -593,10 +593,10 @@ func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, 
 // remembered by what it reads: the configuration, the gates and the path of the gates' field
 // (the registry is the binary's). A pass that meets the same configuration again (every node
 // change enqueues every profile, for advice) builds no scheduler.
-func (r *processObjects) validateDedicated(cfg *profile.Config, proc *process) field.ErrorList {
-	errs, _ := r.cache().dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.run.FeatureGates, proc.gatesPath().String()), func() (field.ErrorList, error) {
+func (r *processObjects) validateDedicated(cfg *profile.Config, proc *plan.Process) field.ErrorList {
+	errs, _ := r.cache().dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.Run.FeatureGates, proc.GatesPath().String()), func() (field.ErrorList, error) {
 		r.metrics.SchedulerBuilt(metrics.BuildDedicated)
-		return profile.ValidateWithGates(cfg.YAML, proc.run.FeatureGates, proc.gatesPath()), nil
+		return profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()), nil
 	})
 	return errs
 }

@@ -20,19 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
-
-// extenderSecrets is what a process needs of the Secrets that its extenders' tlsConfig.secretRef
-// name, as read in one pass.
-type extenderSecrets struct {
-	// withCA are the Secrets that hold a CA bundle; the configuration points caFile at it.
-	withCA sets.Set[string]
-	// hash is a content hash of the Secrets' TLS keys, "" when no extender names a Secret. It
-	// goes on the pod template, so that a new certificate rolls the scheduler; the configuration,
-	// and so its hash and ConfigMap, stay the same.
-	hash string
-}
 
 // secretKeys are the keys of an extender's Secret that the scheduler reads, in hash order.
 var secretKeys = []string{profile.SecretCertKey, profile.SecretKeyKey, profile.SecretCAKey}
@@ -77,16 +67,16 @@ func secretInvalid(format string, args ...any) secretRefusal {
 // scheduler would not start or every extender call would fail its handshake, and a running
 // scheduler keeps its configuration. A Secret is used only when it consents to the process
 // (secretConsent), and its pair and CA are parsed as the scheduler's client parses them.
-func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process) (secretRefusal, error) {
-	proc.secrets = extenderSecrets{}
-	names := profile.ExtenderSecrets(proc.extenders)
+func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *plan.Process) (secretRefusal, error) {
+	proc.Secrets = plan.ExtenderSecrets{}
+	names := profile.ExtenderSecrets(proc.Extenders)
 	if len(names) == 0 {
 		return secretRefusal{}, nil
 	}
-	proc.secrets.withCA = sets.New[string]()
+	proc.Secrets.WithCA = sets.New[string]()
 	h := sha256.New()
 	for _, name := range names {
-		key := client.ObjectKey{Namespace: r.settings.namespace, Name: name}
+		key := client.ObjectKey{Namespace: r.settings.Namespace, Name: name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -94,11 +84,11 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 			}
 			return secretRefusal{}, fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		if refusal := checkExtenderSecret(key, secret, proc.secretUser()); refusal.refused() {
+		if refusal := checkExtenderSecret(key, secret, proc.SecretUser()); refusal.refused() {
 			return refusal, nil
 		}
 		if len(secret.Data[profile.SecretCAKey]) > 0 {
-			proc.secrets.withCA.Insert(name)
+			proc.Secrets.WithCA.Insert(name)
 		}
 		// Lengths before contents keep one Secret's bytes from reading as another's.
 		for _, k := range secretKeys {
@@ -106,10 +96,10 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *process)
 			_, _ = h.Write(secret.Data[k])
 		}
 	}
-	if _, refusal := unverifiedHTTPS(proc.extenders, proc.secrets.withCA, r.settings.namespace); refusal.refused() {
+	if _, refusal := unverifiedHTTPS(proc.Extenders, proc.Secrets.WithCA, r.settings.Namespace); refusal.refused() {
 		return refusal, nil
 	}
-	proc.secrets.hash = hex.EncodeToString(h.Sum(nil))[:profile.HashLength]
+	proc.Secrets.Hash = hex.EncodeToString(h.Sum(nil))[:profile.HashLength]
 	return secretRefusal{}, nil
 }
 
@@ -156,18 +146,6 @@ func secretConsent(secret *corev1.Secret, user string) string {
 		user, schedulingv1alpha1.AnnotationExtenderTLSFor, user)
 }
 
-// secretUser is how a Secret's schedulingv1alpha1.AnnotationExtenderTLSFor names the process, which mounts the
-// Secrets of its extenders: a profile that runs its own scheduler by its name, a Scheduler as
-// "Scheduler/<name>". A Scheduler's extenders serve all its members, and a member has none of
-// its own (the CRD refuses extenders with schedulerRef), so the Scheduler is the user. No
-// profile name has a "/".
-func (proc *process) secretUser() string {
-	if proc.kind == "Scheduler" {
-		return "Scheduler/" + proc.owner.GetName()
-	}
-	return proc.owner.GetName()
-}
-
 // unverifiedHTTPS refuses, with its index (-1 for none), an extender with insecure whose Secret
 // has a ca.crt, and an HTTPS extender whose Secret has no ca.crt and that sets no caData nor
 // insecure: kube-scheduler calls an HTTPS extender without a CA unverified, silently, so the
@@ -192,10 +170,10 @@ func unverifiedHTTPS(extenders []schedulingv1alpha1.Extender, withCA sets.Set[st
 
 // extenderSecretVolumes mount each Secret that the process's extenders name, read-only, at
 // profile.ExtenderSecretDir(name), where the rendered configuration looks for its files.
-func extenderSecretVolumes(proc *process) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration) {
+func extenderSecretVolumes(proc *plan.Process) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration) {
 	var volumes []*corev1ac.VolumeApplyConfiguration
 	var mounts []*corev1ac.VolumeMountApplyConfiguration
-	for i, name := range profile.ExtenderSecrets(proc.extenders) {
+	for i, name := range profile.ExtenderSecrets(proc.Extenders) {
 		// Secret names may be longer than a volume name can be.
 		volume := fmt.Sprintf("extender-tls-%d", i)
 		// Only the keys the scheduler reads are mounted: a ca.key or anything else in the Secret
@@ -204,7 +182,7 @@ func extenderSecretVolumes(proc *process) ([]*corev1ac.VolumeApplyConfiguration,
 			corev1ac.KeyToPath().WithKey(profile.SecretCertKey).WithPath(profile.SecretCertKey),
 			corev1ac.KeyToPath().WithKey(profile.SecretKeyKey).WithPath(profile.SecretKeyKey),
 		}
-		if proc.secrets.withCA.Has(name) {
+		if proc.Secrets.WithCA.Has(name) {
 			items = append(items, corev1ac.KeyToPath().WithKey(profile.SecretCAKey).WithPath(profile.SecretCAKey))
 		}
 		volumes = append(volumes, corev1ac.Volume().WithName(volume).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(name).WithItems(items...)))
@@ -217,7 +195,7 @@ func extenderSecretVolumes(proc *process) ([]*corev1ac.VolumeApplyConfiguration,
 // a profile's own extenders, or those of its Scheduler. A Secret that appears lets them roll out;
 // a changed one rolls their scheduler.
 func (r *SchedulerProfileReconciler) profilesNamingSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetNamespace() != r.settings.namespace {
+	if obj.GetNamespace() != r.settings.Namespace {
 		return nil
 	}
 	schedulers := sets.New[string]()
@@ -234,7 +212,7 @@ func (r *SchedulerProfileReconciler) profilesNamingSecret(ctx context.Context, o
 
 // schedulersNamingSecret enqueues the Schedulers with an extender that uses the Secret.
 func (r *SchedulerReconciler) schedulersNamingSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetNamespace() != r.settings.namespace {
+	if obj.GetNamespace() != r.settings.Namespace {
 		return nil
 	}
 	return r.schedulerRequests(ctx, obj.GetName())

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -34,8 +35,8 @@ func withTLSExtenders(name string, secrets ...string) *schedulingv1alpha1.Schedu
 func TestBuildDeploymentMountsExtenderSecrets(t *testing.T) {
 	p := withTLSExtenders("tls", "b-client", "a-client", "b-client")
 	proc := dedicated(p)
-	proc.secrets.hash = "0123456789"
-	proc.secrets.withCA = sets.New("b-client")
+	proc.Secrets.Hash = "0123456789"
+	proc.Secrets.WithCA = sets.New("b-client")
 	d := typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, testConfig(t, p)))
 	spec := d.Spec.Template.Spec
 
@@ -69,7 +70,7 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 	cfg := testConfig(t, p)
 	build := func(hash string) *appsv1.Deployment {
 		proc := dedicated(p)
-		proc.secrets.hash = hash
+		proc.Secrets.Hash = hash
 		return typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg))
 	}
 	before, after := build("aaaaaaaaaa"), build("bbbbbbbbbb")
@@ -96,7 +97,7 @@ const testSecretUsers = "p, Scheduler/s"
 // tlsSecret is a Secret of the operator's namespace with data that consents to extender use by
 // testSecretUsers.
 func tlsSecret(name string, data map[string][]byte) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name,
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: name,
 		Labels:      map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"},
 		Annotations: map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: testSecretUsers}}, Data: data}
 }
@@ -171,8 +172,8 @@ func TestReadExtenderSecrets(t *testing.T) {
 			if refusal.reason != tc.wantReason || refusal.message != tc.want {
 				t.Errorf("refusal %s %q, want %s %q", refusal.reason, refusal.message, tc.wantReason, tc.want)
 			}
-			if tc.want == "" && (len(proc.secrets.hash) != 10 || !cmp.Equal(sets.List(proc.secrets.withCA), tc.wantCA)) {
-				t.Errorf("hash %q and Secrets with a CA %v, want 10 characters and %v", proc.secrets.hash, sets.List(proc.secrets.withCA), tc.wantCA)
+			if tc.want == "" && (len(proc.Secrets.Hash) != 10 || !cmp.Equal(sets.List(proc.Secrets.WithCA), tc.wantCA)) {
+				t.Errorf("hash %q and Secrets with a CA %v, want 10 characters and %v", proc.Secrets.Hash, sets.List(proc.Secrets.WithCA), tc.wantCA)
 			}
 		})
 	}
@@ -183,9 +184,9 @@ func TestReadExtenderSecrets(t *testing.T) {
 // "Scheduler/<name>", never by a prefix or another kind's name.
 func TestSecretConsent(t *testing.T) {
 	profileP := dedicated(testutil.MakeProfile("p").Obj())
-	schedulerP := sharedProcess(testutil.MakeScheduler("p").Obj())
+	schedulerP := plan.SharedProcess(testutil.MakeScheduler("p").Obj())
 	secret := func(label string, annotation *string) *corev1.Secret {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: "a"}}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "a"}}
 		if label != "" {
 			s.Labels = map[string]string{schedulingv1alpha1.LabelExtenderTLS: label}
 		}
@@ -202,7 +203,7 @@ func TestSecretConsent(t *testing.T) {
 	tests := []struct {
 		name   string
 		secret *corev1.Secret
-		proc   *process
+		proc   *plan.Process
 		want   string
 	}{
 		{name: "the profile listed", secret: secret("true", ptr.To("p")), proc: profileP},
@@ -225,7 +226,7 @@ func TestSecretConsent(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := secretConsent(tc.secret, tc.proc.secretUser()); got != tc.want {
+			if got := secretConsent(tc.secret, tc.proc.SecretUser()); got != tc.want {
 				t.Errorf("secretConsent = %q, want %q", got, tc.want)
 			}
 		})
@@ -244,7 +245,7 @@ func TestExtenderSecretsHash(t *testing.T) {
 		if refusal, err := r.readExtenderSecrets(t.Context(), proc); err != nil || refusal.refused() {
 			t.Fatalf("reading the Secret: %v %s", err, refusal.message)
 		}
-		return proc.secrets.hash
+		return proc.Secrets.Hash
 	}
 	base := hashOf(pairData(cert1, key1))
 	for name, data := range map[string]map[string][]byte{

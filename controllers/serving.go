@@ -137,7 +137,7 @@ func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (ser
 	seen := map[string]bool{}
 	for _, name := range names {
 		var cms corev1.ConfigMapList
-		if err := reader.List(ctx, &cms, client.InNamespace(r.settings.namespace), client.MatchingFields{indexSchedulerNames: name},
+		if err := reader.List(ctx, &cms, client.InNamespace(r.settings.Namespace), client.MatchingFields{indexSchedulerNames: name},
 			client.UnsafeDisableDeepCopy); err != nil { // only read
 			return nil, fmt.Errorf("listing the configurations of scheduler name %s: %w", name, err)
 		}
@@ -201,7 +201,7 @@ func (r *processObjects) attribute(ctx context.Context, mounts []plan.SchedulerM
 // mountsOf reads the configurations mounted by the scheduler Deployments with replicas and the
 // scheduler pods of the operator's namespace that match (all of them for nil).
 func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) ([]plan.SchedulerMount, error) {
-	opts := []client.ListOption{client.InNamespace(r.settings.namespace), client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager},
+	opts := []client.ListOption{client.InNamespace(r.settings.Namespace), client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager},
 		client.UnsafeDisableDeepCopy} // only read: the cache's own objects spare a copy of every Deployment and pod per pass
 	if match != nil {
 		opts = append(opts, match)
@@ -235,7 +235,7 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 // until its last pod is gone, it holds only what schedules pods now. It is the status's
 // servedSchedulerName, which namespace assignment (its policies' params, stranded pods) reads.
 func (r *processObjects) runningNames(ctx context.Context, match client.ListOption) (servedNames, error) {
-	mounts, err := plan.ServingMounts(ctx, r.client, r.settings.namespace, match)
+	mounts, err := plan.ServingMounts(ctx, r.client, r.settings.Namespace, match)
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func servedMembers(ctx context.Context, reader client.Reader, name string) (map[
 // namesIn are the scheduler names of the configuration in a ConfigMap of the operator's
 // namespace; none when it is gone (a pod that mounts a missing ConfigMap does not start).
 func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name string) ([]string, error) {
-	key := client.ObjectKey{Namespace: r.settings.namespace, Name: name}
+	key := client.ObjectKey{Namespace: r.settings.Namespace, Name: name}
 	names, ok := r.cache().configNames.get(key.String())
 	if ok {
 		return names, nil
@@ -307,10 +307,10 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 // that another profile keeps, since two schedulers must never serve one name; the next pass that
 // gives it the name applies its replicas again. A profile refused a name it does not serve yet
 // keeps running what it runs (under its old name): nothing it served is lost.
-func (r *processObjects) stopServing(ctx context.Context, proc *process, obs *observation, served servedNames) error {
+func (r *processObjects) stopServing(ctx context.Context, proc *plan.Process, obs *observation, served servedNames) error {
 	d := obs.deployment
-	if d == nil || !metav1.IsControlledBy(d, proc.owner) || replicas(d.Spec.Replicas) == 0 ||
-		!slices.Contains(served[obs.schedulerName], proc.owner.GetName()) {
+	if d == nil || !metav1.IsControlledBy(d, proc.Owner) || replicas(d.Spec.Replicas) == 0 ||
+		!slices.Contains(served[obs.schedulerName], proc.Owner.GetName()) {
 		return nil
 	}
 	patch := client.MergeFrom(d.DeepCopy())
@@ -360,7 +360,7 @@ func waitingScheduler(p *schedulingv1alpha1.SchedulerProfile) (string, bool) {
 // the template's configuration has a scheduler name that another owner serves now (a member
 // that left the Scheduler, whose name a profile took once the old pods were gone), and two
 // schedulers must never serve one name.
-func (r *processObjects) nameTakenBack(ctx context.Context, proc *process, t *corev1.PodTemplateSpec) (string, error) {
+func (r *processObjects) nameTakenBack(ctx context.Context, proc *plan.Process, t *corev1.PodTemplateSpec) (string, error) {
 	cm := plan.ConfigMapOf(&t.Spec)
 	if cm == "" {
 		return "", nil
@@ -386,12 +386,12 @@ func (r *processObjects) nameTakenBack(ctx context.Context, proc *process, t *co
 // holdsFor tells whether the holder of a served name (servedNames) is the process itself: the
 // profile with its own scheduler, or the Scheduler, its older revisions and the members its
 // status lists.
-func holdsFor(proc *process, holder string) bool {
-	if s, ok := proc.owner.(*schedulingv1alpha1.Scheduler); ok {
+func holdsFor(proc *plan.Process, holder string) bool {
+	if s, ok := proc.Owner.(*schedulingv1alpha1.Scheduler); ok {
 		return holder == schedulerHolder(s.Name) ||
 			slices.ContainsFunc(s.Status.Profiles, func(m schedulingv1alpha1.SchedulerMember) bool { return m.Name == holder })
 	}
-	return holder == proc.owner.GetName()
+	return holder == proc.Owner.GetName()
 }
 
 // holderName names the holder of a served name for a message.

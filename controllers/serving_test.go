@@ -138,12 +138,12 @@ func TestServedNamesIndex(t *testing.T) {
 	}
 	deployment := func(name string, labels map[string]string, n int32, cm string) *appsv1.Deployment {
 		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: name, Labels: labels},
 			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(n), Template: corev1.PodTemplateSpec{Spec: mounting(cm)}},
 		}
 	}
 	pod := func(name string, labels map[string]string, cm string, phase corev1.PodPhase) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name, Labels: labels},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: name, Labels: labels},
 			Spec: mounting(cm), Status: corev1.PodStatus{Phase: phase}}
 	}
 	shared := testutil.MakeScheduler("shared").Obj()
@@ -241,7 +241,7 @@ func configWithNames(name string, schedulerNames ...string) *corev1.ConfigMap {
 	for _, n := range schedulerNames {
 		data += "- schedulerName: " + n + "\n"
 	}
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.namespace, Name: name}, Data: map[string]string{plan.ConfigFileKey: data}}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: name}, Data: map[string]string{plan.ConfigFileKey: data}}
 }
 
 // mountingConfig is a pod spec that mounts the configuration of a ConfigMap.

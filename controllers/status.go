@@ -32,8 +32,8 @@ func setStatus(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
 	if obs.config != nil && obs.applied {
 		st.ObservedGeneration = p.Generation
 		st.ConfigHash = runningHash(obs.config, obs.rollout, obs.deployment)
-		st.ConfigMapName = obs.process.names.configMap(st.ConfigHash)
-		st.DeploymentName = obs.process.names.deployment()
+		st.ConfigMapName = obs.process.Names.ConfigMap(st.ConfigHash)
+		st.DeploymentName = obs.process.Names.Deployment()
 	}
 	if obs.process != nil {
 		obs.rollout.writeTo(&st.ProcessStatus)

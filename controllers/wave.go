@@ -136,14 +136,14 @@ func deployments(prefix string, names []string, suffix string) string {
 
 // upgradeStepOf reads the scheduler Deployments of the operator's namespace and plans the image
 // of the process's Deployment.
-func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgradeStep, error) {
+func (r *processObjects) upgradeStepOf(ctx context.Context, proc *plan.Process) (upgradeStep, error) {
 	// A scheduler on the operator's image and a prefixed lease, or none, moves nowhere: the
 	// others need not be read.
 	if live, err := r.liveDeployment(ctx, proc); err != nil || live == nil || r.upgraded(live) {
-		return upgradeStep{image: r.settings.image}, err
+		return upgradeStep{image: r.settings.Image}, err
 	}
 	var list appsv1.DeploymentList
-	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace),
+	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.Namespace),
 		client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager}); err != nil {
 		return upgradeStep{}, fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
@@ -161,7 +161,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *process) (upgr
 			rolledBack: d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack],
 		})
 	}
-	return planUpgrade(proc.names.deployment(), r.settings.image, members, r.upgradeMaxInFlight), nil
+	return planUpgrade(proc.Names.Deployment(), r.settings.Image, members, r.upgradeMaxInFlight), nil
 }
 
 // movingOwners are the owners whose scheduler Deployment a pass rolls to a new template, by
@@ -219,17 +219,17 @@ func previewHeld(conds []metav1.Condition) bool {
 // any other: one that fails is rolled back, which stops the wave. A template on the lease of an
 // operator version before the prefix stays as it is: its move is part of a rollout. It returns
 // the live Deployment and the rollout state, with the wave's step, which the status reports.
-func (r *processObjects) runHeld(ctx context.Context, proc *process, live *appsv1.Deployment, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
+func (r *processObjects) runHeld(ctx context.Context, proc *plan.Process, live *appsv1.Deployment, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
 	if live == nil || !leased(live.Spec.Template.Annotations) {
 		return live, st, nil
 	}
 	if !r.upgraded(live) {
 		defer r.lockUpgrade(live)()
 		var err error
-		if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil || st.upgrade.held != "" || st.upgrade.image != r.settings.image {
+		if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil || st.upgrade.held != "" || st.upgrade.image != r.settings.Image {
 			return live, st, err
 		}
-		d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.image))
+		d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.Image))
 		stampApplied(d, live, time.Now())
 		oneLeaderStrategy(proc, d, live)
 		if err := r.applyAll(ctx, []deploy.Owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
@@ -262,7 +262,7 @@ const cacheWait = 2 * time.Second
 // cachedTemplate reads the process's Deployment from the cache once it runs the template revision
 // applied just now, or after cacheWait as it is: the next pass of the wave, once upgradeMu is
 // released, counts this scheduler in flight only if the cache shows its move.
-func (r *processObjects) cachedTemplate(ctx context.Context, proc *process, revision string) (*appsv1.Deployment, error) {
+func (r *processObjects) cachedTemplate(ctx context.Context, proc *plan.Process, revision string) (*appsv1.Deployment, error) {
 	var live *appsv1.Deployment
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
 		var err error
@@ -309,7 +309,7 @@ func rolloutRefused(conds []metav1.Condition) bool {
 // upgraded tells whether a scheduler Deployment has what the operator gives every template: its
 // scheduler image and a prefixed lease. One that has not is in the upgrade wave.
 func (r *processObjects) upgraded(d *appsv1.Deployment) bool {
-	return upgradedTo(r.settings.image, d)
+	return upgradedTo(r.settings.Image, d)
 }
 
 // upgradedTo tells whether a scheduler Deployment has the scheduler image and a prefixed lease.
@@ -320,16 +320,16 @@ func upgradedTo(image string, d *appsv1.Deployment) bool {
 // keepLease is the process and configuration of a pass that the step holds on the legacy lease:
 // the template keeps no schedulingv1alpha1.AnnotationLease, and the configuration that lease. Otherwise they are
 // proc and cfg.
-func (u upgradeStep) keepLease(proc *process, cfg *profile.Config) (*process, *profile.Config, error) {
+func (u upgradeStep) keepLease(proc *plan.Process, cfg *profile.Config) (*plan.Process, *profile.Config, error) {
 	if !u.legacyLease {
 		return proc, cfg, nil
 	}
-	legacy, err := cfg.OnLease(proc.legacyLease)
+	legacy, err := cfg.OnLease(proc.LegacyLease)
 	if err != nil {
 		return nil, nil, err
 	}
 	held := *proc
-	held.onLegacyLease = true
+	held.OnLegacyLease = true
 	return &held, legacy, nil
 }
 
@@ -403,7 +403,7 @@ func (r *processObjects) enqueueHeldOwners(ownerLabel string) handler.EventHandl
 // heldOwners are the owners of ownerLabel whose Deployment is not on the operator's image or lease.
 func (r *processObjects) heldOwners(ctx context.Context, ownerLabel string) []reconcile.Request {
 	var list appsv1.DeploymentList
-	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.namespace), client.HasLabels{ownerLabel},
+	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.Namespace), client.HasLabels{ownerLabel},
 		client.MatchingFields{indexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
 		return nil

@@ -36,18 +36,18 @@ const maxAdviceEntries = 64
 // maxAdviceMessage bounds a message of status.advice, as the CRD does.
 const maxAdviceMessage = 1024
 
-// profileAdvice is the advice on a profile whose configuration is valid, rendered as the one
+// ProfileAdvice is the advice on a profile whose configuration is valid, rendered as the one
 // profile of its process (its own, or its Scheduler's, with the Scheduler's extenders and feature
 // gates), on the cluster. The reconciler and the webhook call it alike. The profiles the checks
 // read (advice.Load: the framework built from the configuration) are remembered by
 // configuration and gates: a pass with the same configuration builds no framework, and a change
 // of the nodes or PriorityClasses only runs the checks again.
-func (o *processObjects) profileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, cluster *advice.Cluster) ([]advice.Advice, error) {
+func (o *processObjects) ProfileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, cluster *advice.Cluster) ([]advice.Advice, error) {
 	_, cfg, err := o.renderAlone(p, proc)
 	if err != nil {
 		return nil, err
 	}
-	loaded, err := o.cache().adviceProfiles.do(keyOf("advice", cfg.YAML, proc.Run.FeatureGates), func() (*advice.Profile, error) {
+	loaded, err := o.Cache().adviceProfiles.do(keyOf("advice", cfg.YAML, proc.Run.FeatureGates), func() (*advice.Profile, error) {
 		return advice.Load(cfg.YAML, proc.Run.FeatureGates)
 	})
 	if err != nil {
@@ -116,7 +116,7 @@ func (v *clusterView) get(ctx context.Context, c client.Reader) (*advice.Cluster
 func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, obs *observation) {
 	cluster, err := r.cluster.get(ctx, r.client)
 	if err == nil {
-		obs.advice, err = r.profileAdvice(p, proc, cluster)
+		obs.advice, err = r.ProfileAdvice(p, proc, cluster)
 	}
 	if err != nil {
 		obs.adviceFailed = err.Error()
@@ -125,13 +125,13 @@ func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *sched
 	obs.adviceChecked = true
 }
 
-// adviceWarnings are the webhook's warnings of the advice on a profile whose configuration is
+// AdviceWarnings are the webhook's warnings of the advice on a profile whose configuration is
 // valid; advice that cannot be worked out is one warning too, and never a refusal.
-func (o *processObjects) adviceWarnings(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) []string {
+func (o *processObjects) AdviceWarnings(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) []string {
 	cluster, err := readCluster(ctx, o.client)
 	var found []advice.Advice
 	if err == nil {
-		found, err = o.profileAdvice(p, proc, cluster)
+		found, err = o.ProfileAdvice(p, proc, cluster)
 	}
 	if err != nil {
 		return []string{"the profile's advice (docs/reference/advice.md) could not be worked out: " + err.Error()}
@@ -167,7 +167,7 @@ func setAdvisoryCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 // refused tells whether the pass found the latest spec refused, or without its Scheduler.
 func refused(obs *observation) bool {
 	return obs.conflictWith != "" || obs.invalid != "" || obs.secret.refused() || obs.queueSortConflict != "" ||
-		obs.limit.reason != "" || obs.schedulerMissing
+		obs.limit.Reason != "" || obs.schedulerMissing
 }
 
 // adviceEntries are the findings as status.advice holds them, within the CRD's bounds.
@@ -189,7 +189,7 @@ func (r *SchedulerProfileReconciler) watchCluster(b *builder.Builder) *builder.B
 		// The checks read the cluster anew, once; a refused or incomplete preview may come out
 		// otherwise on the changed cluster.
 		r.cluster.changed()
-		r.previews.ClusterChanged()
+		r.Previews.ClusterChanged()
 		return r.profileRequests(ctx, nil)
 	})
 	return b.WatchesMetadata(node, all, builder.WithPredicates(nodeLabelsChanged)).

@@ -26,7 +26,7 @@ import (
 func TestApplyAllInWaves(t *testing.T) {
 	p := testutil.MakeProfile("waves").Replicas(2).Obj()
 	proc := dedicated(p)
-	objs := (&processObjects{settings: testSettings}).desiredObjects(proc, testConfig(t, p), testSettings.Image)
+	objs := (&processObjects{Settings: testSettings}).desiredObjects(proc, testConfig(t, p), testSettings.Image)
 	leaseBinding := func(obj runtime.ApplyConfiguration) bool {
 		rb, ok := obj.(*rbacv1ac.RoleBindingApplyConfiguration)
 		return ok && ptr.Deref(rb.Name, "") == proc.Names.LeaseRole()
@@ -70,7 +70,7 @@ func TestApplyAllInWaves(t *testing.T) {
 			return err
 		},
 	}).Build()
-	r := processObjects{client: c, settings: testSettings}
+	r := processObjects{client: c, Settings: testSettings}
 	if err := r.applyAll(t.Context(), objs); err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (r *SchedulerProfileReconciler) recordEvents(before, after *schedulingv1alp
 			meta.FindStatusCondition(after.Status.Conditions, schedulingv1alpha1.ConditionDegraded).Message)
 	}
 	if c, ok := upgradeStopped(before.Status.Conditions, after.Status.Conditions); ok {
-		r.metrics.UpgradeStopped("SchedulerProfile", after.Name)
+		r.Metrics.UpgradeStopped("SchedulerProfile", after.Name)
 		r.recorder.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
 	}
 	r.recordPreviewEvent(before, after)

@@ -69,7 +69,7 @@ func IndexFields(mgr ctrl.Manager, o ManagerOptions) error {
 }
 
 // indexObjects adds fieldIndexes to the manager's cache.
-func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string, ms *memos) error {
+func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string, ms *Memos) error {
 	for _, i := range fieldIndexes(image, ms) {
 		if err := indexer.IndexField(ctx, i.obj, i.field, i.extract); err != nil {
 			return fmt.Errorf("indexing %T by %s: %w", i.obj, i.field, err)
@@ -80,7 +80,7 @@ func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string
 
 // fieldIndexes are the field indexes of the profiles and of the objects of the operator's
 // namespace. image is the operator's scheduler image, which indexHeld compares with.
-func fieldIndexes(image string, ms *memos) []fieldIndex {
+func fieldIndexes(image string, ms *Memos) []fieldIndex {
 	byOwner := func(obj client.Object) []string {
 		var keys []string
 		for _, l := range []string{schedulingv1alpha1.LabelProfile, schedulingv1alpha1.LabelScheduler} {
@@ -138,7 +138,7 @@ func fieldIndexes(image string, ms *memos) []fieldIndex {
 
 // configSchedulerNames are the scheduler names of the configuration a ConfigMap holds (the cache
 // holds only the operator's); none for a ConfigMap without one or one that does not parse.
-func configSchedulerNames(ms *memos, obj client.Object) []string {
+func configSchedulerNames(ms *Memos, obj client.Object) []string {
 	cm := obj.(*corev1.ConfigMap)
 	if _, ok := cm.Data[plan.ConfigFileKey]; !ok {
 		return nil

@@ -113,15 +113,15 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	// One processObjects, built here from o, is what both reconcilers and admission plan,
 	// render and apply with: the same settings, thresholds, previews, memos, metrics and upgrade
 	// lock.
-	objects := processObjects{client: mgr.GetClient(), apis: plan.NewServedAPIs(d), settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight,
-		memos: newMemos(), metrics: metrics.New(), upgradeMu: &sync.Mutex{}}
-	if err := objects.metrics.Register(ctrlmetrics.Registry); err != nil {
+	objects := processObjects{client: mgr.GetClient(), APIs: plan.NewServedAPIs(d), Settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight,
+		Memos: newMemos(), Metrics: metrics.New(), upgradeMu: &sync.Mutex{}}
+	if err := objects.Metrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the operator's metrics: %w", err)
 	}
-	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, objects.memos); err != nil {
+	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, objects.Memos); err != nil {
 		return err
 	}
-	if objects.previews, err = preview.Setup(mgr, o.Preview); err != nil {
+	if objects.Previews, err = preview.Setup(mgr, o.Preview); err != nil {
 		return err
 	}
 	reconciler := newSchedulerProfileReconciler(objects, d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager))
@@ -130,7 +130,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the client of stranded pods: %w", err)
 	}
-	reconciler.stranded = assignment.NewStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), objects.metrics, o.StrandedPodGrace, o.StrandedInterval)
+	reconciler.stranded = assignment.NewStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), objects.Metrics, o.StrandedPodGrace, o.StrandedInterval)
 	if err := mgr.Add(reconciler.stranded); err != nil {
 		return fmt.Errorf("adding the finder of stranded pods: %w", err)
 	}
@@ -142,7 +142,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.memos.profilesIn)
+	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.Memos.profilesIn)
 	if err := assign.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}

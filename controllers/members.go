@@ -23,46 +23,46 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// member is what a shared scheduler makes of one of its profiles.
-type member struct {
-	profile       *schedulingv1alpha1.SchedulerProfile
-	schedulerName string
-	// conflictWith is the profile that keeps the scheduler name, and conflictServed says
+// Member is what a shared scheduler makes of one of its profiles.
+type Member struct {
+	Profile       *schedulingv1alpha1.SchedulerProfile
+	SchedulerName string
+	// ConflictWith is the profile that keeps the scheduler name, and ConflictServed says
 	// whether it keeps it because it serves it (else it is older).
-	conflictWith   string
-	conflictServed bool
-	// invalid is the validator's message when the latest spec would not start.
-	invalid string
-	// errs are the same errors with their fields, for the admission webhook.
-	errs field.ErrorList
-	// queueSortConflict is upstream's message when the latest spec sorts the queue unlike the
+	ConflictWith   string
+	ConflictServed bool
+	// Invalid is the validator's message when the latest spec would not start.
+	Invalid string
+	// Errs are the same errors with their fields, for the admission webhook.
+	Errs field.ErrorList
+	// QueueSortConflict is upstream's message when the latest spec sorts the queue unlike the
 	// oldest member.
-	queueSortConflict string
-	// latest is the entry of the latest spec when it is valid on its own, whether or not it is
+	QueueSortConflict string
+	// Latest is the entry of the latest spec when it is valid on its own, whether or not it is
 	// what the process serves.
-	latest *profile.Profile
-	// entry is what the process serves for the profile: its latest spec, or when that is refused
+	Latest *profile.Profile
+	// Entry is what the process serves for the profile: its latest spec, or when that is refused
 	// its last good entry from the running configuration; nil leaves the profile out.
-	entry *profile.Profile
-	// leaving is set for a profile that left the Scheduler and is served with its running entry
+	Entry *profile.Profile
+	// Leaving is set for a profile that left the Scheduler and is served with its running entry
 	// until its new scheduler serves it.
-	leaving bool
-	// limit is set when the member is valid but does not fit: the Scheduler has its maximum of
+	Leaving bool
+	// Limit is set when the member is valid but does not fit: the Scheduler has its maximum of
 	// members, or the member's entry would push the configuration past its maximum size.
-	limit limitRefusal
-	// aloneBytes is the size of the member's latest spec rendered as a process of its own, which
+	Limit LimitRefusal
+	// AloneBytes is the size of the member's latest spec rendered as a process of its own, which
 	// holds its entry: the admission webhook's bound of what the entry adds to the configuration.
-	aloneBytes int
-	// preview holds the member's change back for its preview (spec.rollout.preview, Guard): the
+	AloneBytes int
+	// Preview holds the member's change back for its preview (spec.rollout.preview, Guard): the
 	// member keeps its running entry meanwhile. It is not a refusal of the spec.
-	preview preview.Gate
+	Preview preview.Gate
 }
 
-// limitRefusal is why a valid member does not fit into its Scheduler: reason TooManyMembers or
+// LimitRefusal is why a valid member does not fit into its Scheduler: reason TooManyMembers or
 // ConfigTooLarge, and a message with the limit.
-type limitRefusal struct {
-	reason  string
-	message string
+type LimitRefusal struct {
+	Reason  string
+	Message string
 }
 
 // MaxMembersPerScheduler is plan.MaxMembersPerScheduler, for the operator's callers.
@@ -72,51 +72,51 @@ const MaxMembersPerScheduler = plan.MaxMembersPerScheduler
 // at most 1 MiB, and the margin keeps room for its metadata.
 const MaxConfigBytes = 1<<20 - 64<<10
 
-// refused tells whether the latest spec of the member is not what runs.
-func (m *member) refused() bool {
-	return m.conflictWith != "" || m.invalid != "" || m.queueSortConflict != "" || m.limit.reason != ""
+// Refused tells whether the latest spec of the member is not what runs.
+func (m *Member) Refused() bool {
+	return m.ConflictWith != "" || m.Invalid != "" || m.QueueSortConflict != "" || m.Limit.Reason != ""
 }
 
-// schedulerPlan is the configuration of a shared scheduler: its members in profile-name order
+// SchedulerPlan is the configuration of a shared scheduler: its members in profile-name order
 // and the rendered configuration of those with an entry (nil when none has one).
-type schedulerPlan struct {
-	members []*member
-	config  *profile.Config
+type SchedulerPlan struct {
+	Members []*Member
+	Config  *profile.Config
 }
 
-// member returns the plan of the named profile, or nil.
-func (pl *schedulerPlan) member(name string) *member {
-	for _, m := range pl.members {
-		if m.profile.Name == name {
+// Member returns the plan of the named profile, or nil.
+func (pl *SchedulerPlan) Member(name string) *Member {
+	for _, m := range pl.Members {
+		if m.Profile.Name == name {
 			return m
 		}
 	}
 	return nil
 }
 
-// planScheduler works out what a shared scheduler serves. A profile that left it keeps its running
+// PlanScheduler works out what a shared scheduler serves. A profile that left it keeps its running
 // entry until its new scheduler serves it (leavingMembers). Each member is checked on its own (name
 // conflicts, Render and Validate with the process's extenders); a valid member that sorts the queue
 // unlike the oldest member is refused, as upstream refuses such a configuration; a refused member
 // keeps its entry of the configuration that runs now, read back from the running ConfigMap, and a
 // member that never ran is left out. Both reconcilers compute it, so a profile's status and its
 // Scheduler's configuration agree.
-func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment) (*schedulerPlan, error) {
+func (r *processObjects) PlanScheduler(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment) (*SchedulerPlan, error) {
 	var list schedulingv1alpha1.SchedulerProfileList
 	// Planning only reads the profiles: the cache's own objects spare a copy of every profile
 	// on every pass.
 	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing SchedulerProfiles: %w", err)
 	}
-	running, err := r.runningEntries(ctx, s, proc, d)
+	running, err := r.RunningEntries(ctx, s, proc, d)
 	if err != nil {
 		return nil, err
 	}
-	served, err := r.servedNamesIndex(ctx)
+	served, err := r.ServedNamesIndex(ctx)
 	if err != nil {
 		return nil, err
 	}
-	leaving, err := r.leavingMembers(ctx, s, list.Items, running)
+	leaving, err := r.LeavingMembers(ctx, s, list.Items, running)
 	if err != nil {
 		return nil, err
 	}
@@ -128,22 +128,22 @@ func (r *processObjects) planScheduler(ctx context.Context, s *schedulingv1alpha
 	}
 	// A finished preview can hold or release a member's change: the outcomes known are part of
 	// the key.
-	key := planFingerprint(s, proc, r.settings, list.Items, runningHash, running, served, leaving) + r.previews.PlanKey()
-	return r.cache().plans.do(key, func() (*schedulerPlan, error) { return r.planMembers(s, proc, list.Items, running, served, leaving) })
+	key := planFingerprint(s, proc, r.Settings, list.Items, runningHash, running, served, leaving) + r.Previews.PlanKey()
+	return r.Cache().plans.do(key, func() (*SchedulerPlan, error) { return r.PlanMembers(s, proc, list.Items, running, served, leaving) })
 }
 
-// leavingMembers are the profiles that left the Scheduler (their schedulerRef names another
+// LeavingMembers are the profiles that left the Scheduler (their schedulerRef names another
 // one, or none) and that it still serves, while their new scheduler does not serve them yet:
 // the Scheduler keeps their running entry until then, so that a move out never leaves a profile
 // without a scheduler. A profile being deleted is not kept.
-func (r *processObjects) leavingMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile) (map[string]bool, error) {
+func (r *processObjects) LeavingMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile) (map[string]bool, error) {
 	var leaving map[string]bool
 	for i := range all {
 		p := &all[i]
 		if running[p.Name] == nil || p.Spec.SchedulerRef.Name == s.Name || p.DeletionTimestamp != nil {
 			continue
 		}
-		served, err := r.servedByItsOwn(ctx, p)
+		served, err := r.ServedByItsOwn(ctx, p)
 		if err != nil {
 			return nil, err
 		}
@@ -157,10 +157,10 @@ func (r *processObjects) leavingMembers(ctx context.Context, s *schedulingv1alph
 	return leaving, nil
 }
 
-// servedByItsOwn tells whether the scheduler that a profile names now serves it: its own
+// ServedByItsOwn tells whether the scheduler that a profile names now serves it: its own
 // scheduler, or another Scheduler, with every replica available on the configuration that the
 // profile's status (or the Scheduler's) says it applied.
-func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (bool, error) {
+func (r *processObjects) ServedByItsOwn(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile) (bool, error) {
 	proc := plan.DedicatedProcess(p, profile.SchedulerName(p))
 	hash := p.Status.ConfigHash
 	if ref := p.Spec.SchedulerRef.Name; ref != "" {
@@ -173,39 +173,39 @@ func (r *processObjects) servedByItsOwn(ctx context.Context, p *schedulingv1alph
 		}
 		proc, hash = plan.SharedProcess(s), s.Status.ConfigHash
 	}
-	d, err := r.liveDeployment(ctx, proc)
+	d, err := r.LiveDeployment(ctx, proc)
 	if err != nil || d == nil {
 		return false, err
 	}
 	return hash != "" && d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == hash && deploymentAvailable(d), nil
 }
 
-// planMembers is planScheduler with the profiles, the running entries and the served scheduler
+// PlanMembers is PlanScheduler with the profiles, the running entries and the served scheduler
 // names given: the admission webhook plans with the profile under review in place of the stored one.
 // leaving names the profiles that left and keep their running entry (leavingMembers).
-func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *plan.Process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) (*schedulerPlan, error) {
-	pl := &schedulerPlan{}
-	procKey := processKey(proc, r.settings)
+func (r *processObjects) PlanMembers(s *schedulingv1alpha1.Scheduler, proc *plan.Process, all []schedulingv1alpha1.SchedulerProfile, running map[string]*profile.Profile, served ServedNames, leaving map[string]bool) (*SchedulerPlan, error) {
+	pl := &SchedulerPlan{}
+	procKey := processKey(proc, r.Settings)
 	for i := range all {
 		p := &all[i]
 		if leaving[p.Name] {
-			pl.members = append(pl.members, &member{profile: p, schedulerName: running[p.Name].SchedulerName, entry: running[p.Name], leaving: true})
+			pl.Members = append(pl.Members, &Member{Profile: p, SchedulerName: running[p.Name].SchedulerName, Entry: running[p.Name], Leaving: true})
 			continue
 		}
 		if p.Spec.SchedulerRef.Name == "" || p.Spec.SchedulerRef.Name != s.Name || p.DeletionTimestamp != nil {
 			continue
 		}
-		m := r.checkMember(p, all, proc, served, procKey)
-		if m.refused() {
-			m.entry = running[p.Name]
+		m := r.CheckMember(p, all, proc, served, procKey)
+		if m.Refused() {
+			m.Entry = running[p.Name]
 		}
-		pl.members = append(pl.members, m)
+		pl.Members = append(pl.Members, m)
 	}
-	checkQueueSorts(r.cache(), pl.members, running, proc.Run.FeatureGates)
-	r.gatePreviews(s, proc, pl.members, running)
-	slices.SortFunc(pl.members, func(a, b *member) int { return cmp.Compare(a.profile.Name, b.profile.Name) })
+	checkQueueSorts(r.Cache(), pl.Members, running, proc.Run.FeatureGates)
+	r.GatePreviews(s, proc, pl.Members, running)
+	slices.SortFunc(pl.Members, func(a, b *Member) int { return cmp.Compare(a.Profile.Name, b.Profile.Name) })
 	var err error
-	if pl.config, err = r.renderWithinLimits(s, proc, pl.members, running); err != nil {
+	if pl.Config, err = r.renderWithinLimits(s, proc, pl.Members, running); err != nil {
 		return nil, err
 	}
 	return pl, nil
@@ -215,38 +215,38 @@ func (r *processObjects) planMembers(s *schedulingv1alpha1.Scheduler, proc *plan
 // past the member limit (MaxMembersPerScheduler), or whose entry pushes the configuration past MaxConfigBytes. The
 // members that run now come first, then the others oldest first, so a newcomer never displaces
 // a running member; a refused member keeps its running entry when that fits.
-func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*member, running map[string]*profile.Profile) (*profile.Config, error) {
-	render := func(ms []*member) (*profile.Config, error) {
+func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*Member, running map[string]*profile.Profile) (*profile.Config, error) {
+	render := func(ms []*Member) (*profile.Config, error) {
 		var entries []profile.Profile
 		for _, m := range members { // profile-name order, as the configuration lists them
-			if m.entry != nil && slices.Contains(ms, m) {
-				entries = append(entries, *m.entry)
+			if m.Entry != nil && slices.Contains(ms, m) {
+				entries = append(entries, *m.Entry)
 			}
 		}
 		if len(entries) == 0 {
 			return nil, nil
 		}
-		return profile.RenderProcess(proc.ConfigProcess(r.settings), entries)
+		return profile.RenderProcess(proc.ConfigProcess(r.Settings), entries)
 	}
 	order := slices.Clone(members)
-	slices.SortStableFunc(order, func(a, b *member) int {
-		if ra, rb := running[a.profile.Name] != nil, running[b.profile.Name] != nil; ra != rb {
+	slices.SortStableFunc(order, func(a, b *Member) int {
+		if ra, rb := running[a.Profile.Name] != nil, running[b.Profile.Name] != nil; ra != rb {
 			if ra {
 				return -1
 			}
 			return 1
 		}
-		return plan.ByAge(a.profile, b.profile)
+		return plan.ByAge(a.Profile, b.Profile)
 	})
-	var kept []*member
+	var kept []*Member
 	for _, m := range order {
-		if m.entry == nil {
+		if m.Entry == nil {
 			continue
 		}
-		if limit := r.settings.MemberLimit(); len(kept) >= limit {
-			m.limit = limitRefusal{reason: schedulingv1alpha1.ReasonTooManyMembers,
-				message: fmt.Sprintf("Scheduler %s serves its maximum of %d profiles; this one is not served until another leaves", s.Name, limit)}
-			m.entry = nil
+		if limit := r.Settings.MemberLimit(); len(kept) >= limit {
+			m.Limit = LimitRefusal{Reason: schedulingv1alpha1.ReasonTooManyMembers,
+				Message: fmt.Sprintf("Scheduler %s serves its maximum of %d profiles; this one is not served until another leaves", s.Name, limit)}
+			m.Entry = nil
 			continue
 		}
 		kept = append(kept, m)
@@ -256,7 +256,7 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 		return cfg, err
 	}
 	// Over the size: add the members one by one and refuse each one that pushes it over.
-	var fits []*member
+	var fits []*Member
 	for _, m := range kept {
 		cfg, err := render(append(fits, m))
 		if err != nil {
@@ -266,32 +266,32 @@ func (r *processObjects) renderWithinLimits(s *schedulingv1alpha1.Scheduler, pro
 			fits = append(fits, m)
 			continue
 		}
-		m.limit = limitRefusal{reason: schedulingv1alpha1.ReasonConfigTooLarge,
-			message: fmt.Sprintf("with this profile the configuration of Scheduler %s would be %d bytes, more than the %d a ConfigMap can hold with its metadata; it is not rolled out, and the other profiles are", s.Name, len(cfg.YAML), MaxConfigBytes)}
-		m.entry = nil
-		if prev := running[m.profile.Name]; prev != nil {
-			m.entry = prev
+		m.Limit = LimitRefusal{Reason: schedulingv1alpha1.ReasonConfigTooLarge,
+			Message: fmt.Sprintf("with this profile the configuration of Scheduler %s would be %d bytes, more than the %d a ConfigMap can hold with its metadata; it is not rolled out, and the other profiles are", s.Name, len(cfg.YAML), MaxConfigBytes)}
+		m.Entry = nil
+		if prev := running[m.Profile.Name]; prev != nil {
+			m.Entry = prev
 			if cfg, err := render(append(fits, m)); err == nil && len(cfg.YAML) <= MaxConfigBytes {
 				fits = append(fits, m)
 			} else {
-				m.entry = nil
+				m.Entry = nil
 			}
 		}
 	}
 	return render(fits)
 }
 
-// checkMember checks one member on its own, as a profile with a scheduler of its own is checked.
+// CheckMember checks one member on its own, as a profile with a scheduler of its own is checked.
 // procKey is processKey of proc: the check is remembered by it, the profile's name and its spec,
 // so that only a member whose spec or process changed is built again.
-func (r *processObjects) checkMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *plan.Process, served servedNames, procKey string) *member {
-	m := &member{profile: p, schedulerName: profile.SchedulerName(p)}
-	if m.conflictWith, m.conflictServed = nameOwner(p, all, m.schedulerName, served); m.conflictWith != "" {
+func (r *processObjects) CheckMember(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, proc *plan.Process, served ServedNames, procKey string) *Member {
+	m := &Member{Profile: p, SchedulerName: profile.SchedulerName(p)}
+	if m.ConflictWith, m.ConflictServed = nameOwner(p, all, m.SchedulerName, served); m.ConflictWith != "" {
 		return m
 	}
-	c, _ := r.cache().memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return r.checkAlone(p, proc), nil })
-	m.entry, m.invalid, m.errs, m.aloneBytes = c.entry, c.invalid, c.errs, c.aloneBytes
-	m.latest = m.entry
+	c, _ := r.Cache().memberChecks.do(keyOf(procKey, p.Name, &p.Spec), func() (memberCheck, error) { return r.checkAlone(p, proc), nil })
+	m.Entry, m.Invalid, m.Errs, m.AloneBytes = c.entry, c.invalid, c.errs, c.aloneBytes
+	m.Latest = m.Entry
 	return m
 }
 
@@ -301,7 +301,7 @@ func (r *processObjects) checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc
 	if err != nil {
 		return memberCheck{invalid: err.Error(), errs: renderErrors(err)}
 	}
-	r.metrics.SchedulerBuilt(metrics.BuildMember)
+	r.Metrics.SchedulerBuilt(metrics.BuildMember)
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()); len(errs) > 0 {
 		return memberCheck{invalid: errs.ToAggregate().Error(), errs: errs}
 	}
@@ -316,17 +316,17 @@ func (r *processObjects) renderAlone(p *schedulingv1alpha1.SchedulerProfile, pro
 	if err != nil {
 		return profile.Profile{}, nil, err
 	}
-	entry = r.canonicalQueueSort(entry, proc.Run.FeatureGates)
-	cfg, err := profile.RenderProcess(proc.ConfigProcess(r.settings), []profile.Profile{entry})
+	entry = r.CanonicalQueueSort(entry, proc.Run.FeatureGates)
+	cfg, err := profile.RenderProcess(proc.ConfigProcess(r.Settings), []profile.Profile{entry})
 	return entry, cfg, err
 }
 
 // checkQueueSorts refuses alone the members whose latest entry sorts the queue unlike their
 // Scheduler (queueSortRefusals); they keep their running entry, if any.
-func checkQueueSorts(ms *memos, members []*member, running map[string]*profile.Profile, gates map[string]bool) {
+func checkQueueSorts(ms *Memos, members []*Member, running map[string]*profile.Profile, gates map[string]bool) {
 	for m, msg := range queueSortRefusals(ms, members, running, gates) {
-		m.queueSortConflict = msg
-		m.entry = running[m.profile.Name]
+		m.QueueSortConflict = msg
+		m.Entry = running[m.Profile.Name]
 	}
 }
 
@@ -339,20 +339,20 @@ func checkQueueSorts(ms *memos, members []*member, running map[string]*profile.P
 // oldest member; a member whose latest entry differs from it is refused alone, whatever its age,
 // so that no team's queue sort changes the others' or stops their changes. A member refused for
 // another reason counts with the entry it keeps (its running one), never its latest spec.
-func queueSortRefusals(ms *memos, members []*member, running map[string]*profile.Profile, gates map[string]bool) map[*member]string {
+func queueSortRefusals(ms *Memos, members []*Member, running map[string]*profile.Profile, gates map[string]bool) map[*Member]string {
 	oldestFirst := slices.Clone(members)
-	slices.SortFunc(oldestFirst, func(a, b *member) int { return plan.ByAge(a.profile, b.profile) })
+	slices.SortFunc(oldestFirst, func(a, b *Member) int { return plan.ByAge(a.Profile, b.Profile) })
 	var first *profile.Profile
 	agree := true
 	for _, m := range oldestFirst {
-		if m.entry == nil {
+		if m.Entry == nil {
 			continue
 		}
 		if first == nil {
-			first = m.entry
+			first = m.Entry
 			continue
 		}
-		if msg, err := ms.queueSortConflict(*first, *m.entry, gates); err != nil || msg != "" {
+		if msg, err := ms.queueSortConflict(*first, *m.Entry, gates); err != nil || msg != "" {
 			agree = false
 			break
 		}
@@ -361,12 +361,12 @@ func queueSortRefusals(ms *memos, members []*member, running map[string]*profile
 		return nil
 	}
 	ref, owner := schedulerQueueSort(oldestFirst, running)
-	refused := map[*member]string{}
+	refused := map[*Member]string{}
 	for _, m := range oldestFirst {
-		if m.entry == nil || m.refused() || m.entry == ref {
+		if m.Entry == nil || m.Refused() || m.Entry == ref {
 			continue
 		}
-		msg, err := ms.queueSortConflict(*ref, *m.entry, gates)
+		msg, err := ms.queueSortConflict(*ref, *m.Entry, gates)
 		if err != nil {
 			msg = err.Error()
 		}
@@ -379,22 +379,22 @@ func queueSortRefusals(ms *memos, members []*member, running map[string]*profile
 
 // schedulerQueueSort is the entry whose queue sort a Scheduler's members share: one of the
 // configuration that runs (they all sort alike), else the oldest member's; and where it comes from.
-func schedulerQueueSort(oldestFirst []*member, running map[string]*profile.Profile) (*profile.Profile, string) {
+func schedulerQueueSort(oldestFirst []*Member, running map[string]*profile.Profile) (*profile.Profile, string) {
 	if names := sortedKeys(running); len(names) > 0 {
 		return running[names[0]], "as the configuration that runs does"
 	}
 	for _, m := range oldestFirst {
-		if m.entry != nil {
-			return m.entry, "as its oldest member, SchedulerProfile " + m.profile.Name + ", does"
+		if m.Entry != nil {
+			return m.Entry, "as its oldest member, SchedulerProfile " + m.Profile.Name + ", does"
 		}
 	}
 	return nil, ""
 }
 
-// runningEntries are the entries of the configuration that runs now, by profile name (the
+// RunningEntries are the entries of the configuration that runs now, by profile name (the
 // Scheduler's status says which scheduler name each profile had).
-func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment) (map[string]*profile.Profile, error) {
-	cm, err := r.runningConfig(ctx, proc, d)
+func (r *processObjects) RunningEntries(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, d *appsv1.Deployment) (map[string]*profile.Profile, error) {
+	cm, err := r.RunningConfig(ctx, proc, d)
 	if err != nil || cm == nil {
 		return nil, err
 	}
@@ -404,11 +404,11 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	var byProfileKey string
 	if cm.UID != "" {
 		byProfileKey = servedEntriesKey(string(cm.UID), s.Status.Profiles)
-		if out, ok := r.cache().runningByProfile.get(byProfileKey); ok {
+		if out, ok := r.Cache().runningByProfile.get(byProfileKey); ok {
 			return out, nil
 		}
 	}
-	bySchedulerName, err := r.cache().profilesIn(cm)
+	bySchedulerName, err := r.Cache().profilesIn(cm)
 	if err != nil {
 		return nil, err
 	}
@@ -416,12 +416,12 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 	for _, served := range s.Status.Profiles {
 		if e, ok := bySchedulerName[served.SchedulerName]; ok {
 			// A configuration an earlier operator rendered may spell a queue sort otherwise.
-			e = r.canonicalQueueSort(e, proc.Run.FeatureGates)
+			e = r.CanonicalQueueSort(e, proc.Run.FeatureGates)
 			out[served.Name] = &e
 		}
 	}
 	if byProfileKey != "" {
-		r.cache().runningByProfile.put(byProfileKey, out)
+		r.Cache().runningByProfile.put(byProfileKey, out)
 	}
 	return out, nil
 }
@@ -430,7 +430,7 @@ func (r *processObjects) runningEntries(ctx context.Context, s *schedulingv1alph
 // ConfigMaps are immutable: one is parsed once by its UID, for the cache's index of scheduler
 // names (configSchedulerNames) and the passes that read the running entries alike. The result
 // is shared: only read it.
-func (ms *memos) profilesIn(cm *corev1.ConfigMap) (map[string]profile.Profile, error) {
+func (ms *Memos) profilesIn(cm *corev1.ConfigMap) (map[string]profile.Profile, error) {
 	parse := func() (map[string]profile.Profile, error) {
 		return profile.ProfilesIn([]byte(cm.Data[plan.ConfigFileKey]))
 	}

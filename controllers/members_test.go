@@ -79,30 +79,30 @@ func TestQueueSortRefusals(t *testing.T) {
 		e = profile.CanonicalQueueSort(e, nil)
 		return &e
 	}
-	mk := func(name string, minutesAgo int, plugins *schedulingv1alpha1.Plugins) *member {
+	mk := func(name string, minutesAgo int, plugins *schedulingv1alpha1.Plugins) *Member {
 		p := createdAt(testutil.MakeProfile(name).SchedulerRef("s").Obj(), minutesAgo)
 		e := entry(name, plugins)
-		return &member{profile: p, schedulerName: name, entry: e, latest: e}
+		return &Member{Profile: p, SchedulerName: name, Entry: e, Latest: e}
 	}
 	tests := []struct {
 		name        string
-		members     []*member
+		members     []*Member
 		running     map[string]*profile.Profile
 		wantRefused []string
 	}{
-		{name: "all alike", members: []*member{mk("old", 10, nil), mk("young", 1, nil)}},
-		{name: "all change together", members: []*member{mk("old", 10, fifo), mk("young", 1, fifo)},
+		{name: "all alike", members: []*Member{mk("old", 10, nil), mk("young", 1, nil)}},
+		{name: "all change together", members: []*Member{mk("old", 10, fifo), mk("young", 1, fifo)},
 			running: map[string]*profile.Profile{"old": entry("old", nil), "young": entry("young", nil)}},
-		{name: "the oldest member differs from the running configuration", members: []*member{mk("old", 10, fifo), mk("young", 1, nil)},
+		{name: "the oldest member differs from the running configuration", members: []*Member{mk("old", 10, fifo), mk("young", 1, nil)},
 			running: map[string]*profile.Profile{"old": entry("old", nil), "young": entry("young", nil)}, wantRefused: []string{"old"}},
-		{name: "a younger member differs from the running configuration", members: []*member{mk("old", 10, nil), mk("young", 1, fifo)},
+		{name: "a younger member differs from the running configuration", members: []*Member{mk("old", 10, nil), mk("young", 1, fifo)},
 			running: map[string]*profile.Profile{"old": entry("old", nil)}, wantRefused: []string{"young"}},
-		{name: "nothing runs: the oldest member's", members: []*member{mk("old", 10, fifo), mk("young", 1, nil), mk("new", 0, nil)},
+		{name: "nothing runs: the oldest member's", members: []*Member{mk("old", 10, fifo), mk("young", 1, nil), mk("new", 0, nil)},
 			wantRefused: []string{"new", "young"}},
-		{name: "a member refused for another reason counts with its running entry", members: func() []*member {
+		{name: "a member refused for another reason counts with its running entry", members: func() []*Member {
 			old, young := mk("old", 10, fifo), mk("young", 1, fifo)
-			young.invalid, young.entry = "invalid", entry("young", nil)
-			return []*member{old, young}
+			young.Invalid, young.Entry = "invalid", entry("young", nil)
+			return []*Member{old, young}
 		}(), running: map[string]*profile.Profile{"young": entry("young", nil)}, wantRefused: []string{"old"}},
 	}
 	for _, tc := range tests {
@@ -112,7 +112,7 @@ func TestQueueSortRefusals(t *testing.T) {
 				if !strings.Contains(msg, "the Scheduler sorts its queue with") {
 					t.Errorf("message %q does not name the Scheduler's queue sort", msg)
 				}
-				got = append(got, m.profile.Name)
+				got = append(got, m.Profile.Name)
 			}
 			slices.Sort(got)
 			if diff := cmp.Diff(tc.wantRefused, got); diff != "" {
@@ -141,17 +141,17 @@ func TestMembersOverTheLimitsAreRefusedAlone(t *testing.T) {
 	for i := range MaxMembersPerScheduler + 1 {
 		all = append(all, makeMember(fmt.Sprintf("m-%03d", i), i))
 	}
-	pl, err := r.planMembers(s, proc, all, nil, nil, nil)
+	pl, err := r.PlanMembers(s, proc, all, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range pl.members {
+	for _, m := range pl.Members {
 		want := ""
-		if m.profile.Name == fmt.Sprintf("m-%03d", MaxMembersPerScheduler) {
+		if m.Profile.Name == fmt.Sprintf("m-%03d", MaxMembersPerScheduler) {
 			want = schedulingv1alpha1.ReasonTooManyMembers
 		}
-		if m.limit.reason != want || (want == "") != (m.entry != nil) {
-			t.Errorf("member %s: limit %q, entry %v; want limit %q", m.profile.Name, m.limit.reason, m.entry != nil, want)
+		if m.Limit.Reason != want || (want == "") != (m.Entry != nil) {
+			t.Errorf("member %s: limit %q, entry %v; want limit %q", m.Profile.Name, m.Limit.Reason, m.Entry != nil, want)
 		}
 	}
 
@@ -163,17 +163,17 @@ func TestMembersOverTheLimitsAreRefusedAlone(t *testing.T) {
 	big.Spec = testutil.MakeProfile("big").SchedulerRef("batch").
 		PluginConfig("NodeLabelPreference", `{"preferences": [`+strings.Join(prefs, ",")+`]}`).Obj().Spec
 	small := makeMember("small", 0)
-	pl, err = r.planMembers(s, proc, []schedulingv1alpha1.SchedulerProfile{small, big}, nil, nil, nil)
+	pl, err = r.PlanMembers(s, proc, []schedulingv1alpha1.SchedulerProfile{small, big}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := pl.member("big"); m.limit.reason != schedulingv1alpha1.ReasonConfigTooLarge || !strings.Contains(m.limit.message, "with this profile the configuration of Scheduler batch would be ") || m.entry != nil {
-		t.Errorf("big: limit %+v, entry %v; want ConfigTooLarge with the size and no entry", m.limit, m.entry != nil)
+	if m := pl.Member("big"); m.Limit.Reason != schedulingv1alpha1.ReasonConfigTooLarge || !strings.Contains(m.Limit.Message, "with this profile the configuration of Scheduler batch would be ") || m.Entry != nil {
+		t.Errorf("big: limit %+v, entry %v; want ConfigTooLarge with the size and no entry", m.Limit, m.Entry != nil)
 	}
-	if m := pl.member("small"); m.refused() || pl.config == nil || len(pl.config.YAML) > MaxConfigBytes {
-		t.Fatalf("small: refused %v; the configuration must hold it alone", m.refused())
+	if m := pl.Member("small"); m.Refused() || pl.Config == nil || len(pl.Config.YAML) > MaxConfigBytes {
+		t.Fatalf("small: refused %v; the configuration must hold it alone", m.Refused())
 	}
-	entries, err := profile.ProfilesIn(pl.config.YAML)
+	entries, err := profile.ProfilesIn(pl.Config.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,11 +113,11 @@ type memberCheck struct {
 	aloneBytes int
 }
 
-// memos are the memos of the operator: one object, built once in SetupManager and shared by
+// Memos are the memos of the operator: one object, built once in SetupManager and shared by
 // both reconcilers and the webhook through their processObjects. Their sizes bound memory to a
-// few MiB: a member check holds one rendered entry, a plan one per member. A zero memos (nil
-// memos) remembers nothing.
-type memos struct {
+// few MiB: a member check holds one rendered entry, a plan one per member. A zero Memos (nil
+// Memos) remembers nothing.
+type Memos struct {
 	// memberChecks are the checks of members alone, by profile name and spec and process settings.
 	memberChecks *memo[memberCheck]
 	// queueSorts are upstream's messages on two entries' queue sorts, by both entries and the gates.
@@ -138,7 +138,7 @@ type memos struct {
 	// (validateDedicated), by configuration and gates: the errors, none for valid.
 	dedicatedChecks *memo[field.ErrorList]
 	// plans are the plans of Schedulers by planFingerprint.
-	plans *memo[*schedulerPlan]
+	plans *memo[*SchedulerPlan]
 	// configNames are the scheduler names of rendered configurations by namespace and ConfigMap
 	// name (namesIn): the ConfigMaps are immutable and named by their content's hash, so an
 	// entry never goes stale.
@@ -148,8 +148,8 @@ type memos struct {
 	adviceProfiles *memo[*advice.Profile]
 }
 
-func newMemos() *memos {
-	return &memos{
+func newMemos() *Memos {
+	return &Memos{
 		memberChecks:      newMemo[memberCheck](8192),
 		queueSorts:        newMemo[string](8192),
 		canonicalSorts:    newMemo[profile.Profile](8192),
@@ -158,19 +158,19 @@ func newMemos() *memos {
 		runningByProfile:  newMemo[map[string]*profile.Profile](512),
 		releasedProcesses: newMemo[bool](8192),
 		dedicatedChecks:   newMemo[field.ErrorList](8192),
-		plans:             newMemo[*schedulerPlan](512),
+		plans:             newMemo[*SchedulerPlan](512),
 		configNames:       newMemo[[]string](maxConfigNames),
 		adviceProfiles:    newMemo[*advice.Profile](1024),
 	}
 }
 
-// cache returns r's memos, or memos that remember nothing when r has none (tests of parts that
+// Cache returns r's memos, or memos that remember nothing when r has none (tests of parts that
 // do not look at them).
-func (r *processObjects) cache() *memos {
-	if r.memos != nil {
-		return r.memos
+func (r *processObjects) Cache() *Memos {
+	if r.Memos != nil {
+		return r.Memos
 	}
-	return &memos{}
+	return &Memos{}
 }
 
 // keyOf hashes the JSON of parts into a memo key.
@@ -199,10 +199,10 @@ func processKey(proc *plan.Process, s plan.Settings) string {
 	return keyOf(proc.ConfigProcess(s), proc.Run.FeatureGates, proc.GatesPath().String())
 }
 
-// validateProcess is profile.ValidateProcess, remembered by configuration and gates.
-func (r *processObjects) validateProcess(cfg *profile.Config, gates map[string]bool) error {
-	msg, _ := r.cache().processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
-		r.metrics.SchedulerBuilt(metrics.BuildCombined)
+// ValidateProcess is profile.ValidateProcess, remembered by configuration and gates.
+func (r *processObjects) ValidateProcess(cfg *profile.Config, gates map[string]bool) error {
+	msg, _ := r.Cache().processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
+		r.Metrics.SchedulerBuilt(metrics.BuildCombined)
 		if err := profile.ValidateProcess(cfg.YAML, gates); err != nil {
 			return err.Error(), nil
 		}
@@ -214,13 +214,13 @@ func (r *processObjects) validateProcess(cfg *profile.Config, gates map[string]b
 	return errors.New(msg)
 }
 
-// canonicalQueueSort is profile.CanonicalQueueSort, remembered by the entry and the gates.
-func (r *processObjects) canonicalQueueSort(p profile.Profile, gates map[string]bool) profile.Profile {
+// CanonicalQueueSort is profile.CanonicalQueueSort, remembered by the entry and the gates.
+func (r *processObjects) CanonicalQueueSort(p profile.Profile, gates map[string]bool) profile.Profile {
 	key := p.Fingerprint()
 	if key == "" {
 		return profile.CanonicalQueueSort(p, gates)
 	}
-	out, _ := r.cache().canonicalSorts.do(keyOf(key, gates), func() (profile.Profile, error) {
+	out, _ := r.Cache().canonicalSorts.do(keyOf(key, gates), func() (profile.Profile, error) {
 		return profile.CanonicalQueueSort(p, gates), nil
 	})
 	return out
@@ -228,7 +228,7 @@ func (r *processObjects) canonicalQueueSort(p profile.Profile, gates map[string]
 
 // queueSortConflict is profile.QueueSortConflict, remembered by what of both entries decides
 // it (QueueSortFingerprint) and the gates; errors are not remembered.
-func (ms *memos) queueSortConflict(first, p profile.Profile, gates map[string]bool) (string, error) {
+func (ms *Memos) queueSortConflict(first, p profile.Profile, gates map[string]bool) (string, error) {
 	a, b := first.QueueSortFingerprint(), p.QueueSortFingerprint()
 	if a == "" || b == "" || ms == nil {
 		return profile.QueueSortConflict(first, p, gates)
@@ -246,7 +246,7 @@ func (ms *memos) queueSortConflict(first, p profile.Profile, gates map[string]bo
 // does not change the fingerprint. Every pass of a Scheduler and of each of its members computes
 // it, so it is written into one buffer and hashed once, without a JSON encoding or a formatted
 // string per profile.
-func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *plan.Process, st plan.Settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served servedNames, leaving map[string]bool) string {
+func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *plan.Process, st plan.Settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served ServedNames, leaving map[string]bool) string {
 	b := make([]byte, 0, 256+96*len(all)+48*len(s.Status.Profiles))
 	str := func(v string) { b = append(append(b, v...), 0) }
 	str(s.Name)

@@ -32,7 +32,7 @@ func TestPlanFingerprint(t *testing.T) {
 	}
 	st := plan.Settings{Namespace: "ns"}
 	fingerprint := func(s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, st plan.Settings) string {
-		return planFingerprint(s, plan.SharedProcess(s), st, all, "abc", nil, servedNames{}, nil)
+		return planFingerprint(s, plan.SharedProcess(s), st, all, "abc", nil, ServedNames{}, nil)
 	}
 	base := fingerprint(s, profiles(), st)
 	for _, tc := range []struct {

@@ -11,43 +11,43 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// gatePreviews asks for the preview of each member's change (spec.rollout.preview) and, in Guard
+// GatePreviews asks for the preview of each member's change (spec.rollout.preview) and, in Guard
 // mode, holds the change until its preview lets it through: the member keeps its running entry,
 // and a member that runs none stays out, while the other members' changes roll out. A member's
 // change is its entry's: the preview compares its running entry with its latest one, each
 // rendered as a process of its own with the Scheduler's settings, on the pods of its scheduler
 // name. Without a previewer (the admission webhook's plans) nothing is previewed or held.
-func (r *processObjects) gatePreviews(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*member, running map[string]*profile.Profile) {
-	if r.previews == nil {
+func (r *processObjects) GatePreviews(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*Member, running map[string]*profile.Profile) {
+	if r.Previews == nil {
 		return
 	}
 	for _, m := range members {
-		settings := m.profile.Spec.Rollout.Preview
-		if m.leaving || m.refused() || m.latest == nil || preview.Mode(settings) == schedulingv1alpha1.PreviewOff {
+		settings := m.Profile.Spec.Rollout.Preview
+		if m.Leaving || m.Refused() || m.Latest == nil || preview.Mode(settings) == schedulingv1alpha1.PreviewOff {
 			continue
 		}
-		req, changed := r.memberPreview(s, proc, m, running[m.profile.Name])
+		req, changed := r.MemberPreview(s, proc, m, running[m.Profile.Name])
 		if !changed {
 			continue
 		}
-		if m.preview = r.previews.Ask(req, settings); m.preview.Held() {
-			m.entry = running[m.profile.Name]
+		if m.Preview = r.Previews.Ask(req, settings); m.Preview.Held() {
+			m.Entry = running[m.Profile.Name]
 		}
 	}
 }
 
-// memberPreview is the preview of a member's change from its running entry (nil when it runs
+// MemberPreview is the preview of a member's change from its running entry (nil when it runs
 // none) to its latest; changed is false when the two render alike.
-func (r *processObjects) memberPreview(s *schedulingv1alpha1.Scheduler, proc *plan.Process, m *member, running *profile.Profile) (preview.Request, bool) {
-	settings := proc.ConfigProcess(r.settings)
-	next, err := profile.RenderProcess(settings, []profile.Profile{*m.latest})
+func (r *processObjects) MemberPreview(s *schedulingv1alpha1.Scheduler, proc *plan.Process, m *Member, running *profile.Profile) (preview.Request, bool) {
+	settings := proc.ConfigProcess(r.Settings)
+	next, err := profile.RenderProcess(settings, []profile.Profile{*m.Latest})
 	if err != nil {
 		return preview.Request{}, false // validated alone already: not expected
 	}
 	gates := preview.GatesKey(proc.Run.FeatureGates)
 	req := preview.Request{
-		Name: m.profile.Name, Scheduler: s.Name, SchedulerNames: []string{m.schedulerName},
-		Key:  preview.Key{UID: m.profile.UID, To: next.Hash, ToGates: gates, FromGates: gates},
+		Name: m.Profile.Name, Scheduler: s.Name, SchedulerNames: []string{m.SchedulerName},
+		Key:  preview.Key{UID: m.Profile.UID, To: next.Hash, ToGates: gates, FromGates: gates},
 		Next: simulate.Profile{Name: next.Hash, Config: next.YAML, FeatureGates: proc.Run.FeatureGates},
 	}
 	if running == nil {

@@ -67,7 +67,7 @@ func TestGatePreviews(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &processObjects{settings: plan.Settings{Namespace: "ns"}, previews: preview.New(nil, PreviewOptions{})}
+			r := &processObjects{Settings: plan.Settings{Namespace: "ns"}, Previews: preview.New(nil, PreviewOptions{})}
 			p, running := changed(tc.name)
 			p.Spec.Rollout.Preview.Mode = tc.mode
 			if tc.unchanged {
@@ -78,36 +78,36 @@ func TestGatePreviews(t *testing.T) {
 			}
 			latest := entryOf(p)
 			// A member that is not held, and one that stands by: only the first is previewed.
-			m := &member{profile: p, schedulerName: latest.SchedulerName, latest: latest, entry: latest}
+			m := &Member{Profile: p, SchedulerName: latest.SchedulerName, Latest: latest, Entry: latest}
 			bystanderProfile, bystanderRunning := changed("bystander")
 			bystanderProfile.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewOff
 			bystanderLatest := entryOf(bystanderProfile)
-			bystander := &member{profile: bystanderProfile, latest: bystanderLatest, entry: bystanderLatest}
+			bystander := &Member{Profile: bystanderProfile, Latest: bystanderLatest, Entry: bystanderLatest}
 			runningEntries := map[string]*profile.Profile{"bystander": bystanderRunning}
 			if running != nil {
 				runningEntries[p.Name] = running
 			}
 			if tc.outcome != "" {
-				req, ok := r.memberPreview(s, proc, m, running)
+				req, ok := r.MemberPreview(s, proc, m, running)
 				if !ok {
 					t.Fatal("memberPreview found no change")
 				}
 				// Finished just now, on the cluster as it is: not yet due to be previewed again.
-				r.previews.Finished(p.Name, req.Key, tc.added)
+				r.Previews.Finished(p.Name, req.Key, tc.added)
 			}
 
-			r.gatePreviews(s, proc, []*member{m, bystander}, runningEntries)
+			r.GatePreviews(s, proc, []*Member{m, bystander}, runningEntries)
 
-			if m.preview.Reason != tc.wantHeld {
-				t.Errorf("held for %q (%s), want %q", m.preview.Reason, m.preview.Message, tc.wantHeld)
+			if m.Preview.Reason != tc.wantHeld {
+				t.Errorf("held for %q (%s), want %q", m.Preview.Reason, m.Preview.Message, tc.wantHeld)
 			}
 			switch {
-			case tc.wantHeld != "" && m.entry != running:
-				t.Errorf("a held member serves %v, want its running entry %v", m.entry, running)
-			case tc.wantHeld == "" && m.entry != latest:
-				t.Errorf("a member not held serves %v, want its latest entry", m.entry)
+			case tc.wantHeld != "" && m.Entry != running:
+				t.Errorf("a held member serves %v, want its running entry %v", m.Entry, running)
+			case tc.wantHeld == "" && m.Entry != latest:
+				t.Errorf("a member not held serves %v, want its latest entry", m.Entry)
 			}
-			queued := r.previews.Queued()
+			queued := r.Previews.Queued()
 			if asked := len(queued) > 0; asked != tc.wantAsked {
 				t.Errorf("a preview asked for: %t, want %t (queue %+v)", asked, tc.wantAsked, queued)
 			}
@@ -116,8 +116,8 @@ func TestGatePreviews(t *testing.T) {
 					t.Errorf("preview asked for %+v, want %s's change within Scheduler %s", req, p.Name, s.Name)
 				}
 			}
-			if bystander.preview.Held() || bystander.entry != bystander.latest {
-				t.Errorf("the member in Off mode was held: %+v", bystander.preview)
+			if bystander.Preview.Held() || bystander.Entry != bystander.Latest {
+				t.Errorf("the member in Off mode was held: %+v", bystander.Preview)
 			}
 		})
 	}

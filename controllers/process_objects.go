@@ -40,23 +40,23 @@ import (
 // use it, so a dedicated and a shared scheduler run the same way.
 type processObjects struct {
 	client   client.Client
-	settings plan.Settings
-	// apis checks through the apiserver's discovery the APIs that feature gates need; nil skips
+	Settings plan.Settings
+	// APIs checks through the apiserver's discovery the APIs that feature gates need; nil skips
 	// the check.
-	apis *plan.ServedAPIs
+	APIs *plan.ServedAPIs
 	// rollout decides when a rollout has failed for good; zero fields take the defaults.
 	rollout RolloutThresholds
 	// upgradeMaxInFlight is how many schedulers a change of the operator's scheduler image
 	// rolls at a time (planUpgrade); 0 is DefaultUpgradeMaxInFlight.
 	upgradeMaxInFlight int
-	// previews runs the previews of changes, the profiles' and the members'; nil runs none
+	// Previews runs the previews of changes, the profiles' and the members'; nil runs none
 	// (the admission webhook's plans).
-	previews *preview.Previewer
-	// memos are the operator's memos (newMemos), shared with the other processObjects built from
+	Previews *preview.Previewer
+	// Memos are the operator's memos (newMemos), shared with the other processObjects built from
 	// the same one; nil remembers nothing.
-	memos *memos
-	// metrics are the operator's metrics; nil records none.
-	metrics *metrics.Metrics
+	Memos *Memos
+	// Metrics are the operator's metrics; nil records none.
+	Metrics *metrics.Metrics
 	// upgradeMu serializes the passes that may move a scheduler to the operator's new image
 	// (lockUpgrade): the wave counts the schedulers in flight (planUpgrade) before it applies,
 	// and two passes at once would each see the same free slot. Other passes run in parallel: a
@@ -70,7 +70,7 @@ type processObjects struct {
 // needs, follows the rollout, and returns its live Deployment. A revision whose rollout failed is
 // not applied again: the Deployment stays on (or returns to) the last revision that ran available.
 func (r *processObjects) run(ctx context.Context, proc *plan.Process, cfg *profile.Config, st rolloutState) (*appsv1.Deployment, rolloutState, error) {
-	live, err := r.liveDeployment(ctx, proc)
+	live, err := r.LiveDeployment(ctx, proc)
 	if err != nil {
 		return nil, st, err
 	}
@@ -89,7 +89,7 @@ func (r *processObjects) run(ctx context.Context, proc *plan.Process, cfg *profi
 	desired := objs[last].Desired.(*appsv1ac.DeploymentApplyConfiguration)
 	stampApplied(desired, live, time.Now())
 	oneLeaderStrategy(proc, desired, live)
-	carryImageRollback(desired, live, r.settings.Image)
+	carryImageRollback(desired, live, r.Settings.Image)
 	revision := desired.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]
 	if revision == st.failed {
 		rollback, refused, err := r.rollbackDeployment(ctx, proc, st.lastAvailable, live, desiredImageOf(desired))
@@ -117,7 +117,7 @@ func (r *processObjects) run(ctx context.Context, proc *plan.Process, cfg *profi
 	if err := r.pruneConfigMaps(ctx, proc, cfg.Hash); err != nil {
 		return nil, st, err
 	}
-	d, err := r.liveDeployment(ctx, proc)
+	d, err := r.LiveDeployment(ctx, proc)
 	if applied, ok := objs[len(objs)-1].Desired.(*appsv1ac.DeploymentApplyConfiguration); ok && err == nil && live != nil && !r.upgraded(live) {
 		// In the wave (upgradeMu held): the next pass counts this one in flight from the cache.
 		d, err = r.cachedTemplate(ctx, proc, applied.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision])
@@ -137,14 +137,14 @@ func (r *processObjects) run(ctx context.Context, proc *plan.Process, cfg *profi
 	if err := r.applyAll(ctx, []deploy.Owned{*rollback}); err != nil {
 		return d, st, err
 	}
-	d, err = r.liveDeployment(ctx, proc)
+	d, err = r.LiveDeployment(ctx, proc)
 	return d, st, err
 }
 
 // desiredObjects are the objects of a process with a valid configuration, the ConfigMap before
 // the Deployment that mounts it, whose scheduler runs image.
 func (r *processObjects) desiredObjects(proc *plan.Process, cfg *profile.Config, image string) []deploy.Owned {
-	s := r.settings
+	s := r.Settings
 	s.Image = image
 	objs := []deploy.Owned{
 		newOwned(proc, buildServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
@@ -232,10 +232,10 @@ func kindOf(obj client.Object) string {
 	return reflect.TypeOf(obj).Elem().Name()
 }
 
-// liveDeployment reads the process's Deployment from the cache; nil when there is none.
-func (r *processObjects) liveDeployment(ctx context.Context, proc *plan.Process) (*appsv1.Deployment, error) {
+// LiveDeployment reads the process's Deployment from the cache; nil when there is none.
+func (r *processObjects) LiveDeployment(ctx context.Context, proc *plan.Process) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.Namespace, Name: proc.Names.Deployment()}, d)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: proc.Names.Deployment()}, d)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -245,9 +245,9 @@ func (r *processObjects) liveDeployment(ctx context.Context, proc *plan.Process)
 	return d, nil
 }
 
-// runningConfig reads the ConfigMap that the process's Deployment mounts now; nil when there is
+// RunningConfig reads the ConfigMap that the process's Deployment mounts now; nil when there is
 // none.
-func (r *processObjects) runningConfig(ctx context.Context, proc *plan.Process, d *appsv1.Deployment) (*corev1.ConfigMap, error) {
+func (r *processObjects) RunningConfig(ctx context.Context, proc *plan.Process, d *appsv1.Deployment) (*corev1.ConfigMap, error) {
 	if d == nil {
 		return nil, nil
 	}
@@ -256,7 +256,7 @@ func (r *processObjects) runningConfig(ctx context.Context, proc *plan.Process, 
 		return nil, nil
 	}
 	cm := &corev1.ConfigMap{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.Namespace, Name: proc.Names.ConfigMap(hash)}, cm)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: proc.Names.ConfigMap(hash)}, cm)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -272,7 +272,7 @@ func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *plan.Proce
 		return nil
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.settings.Namespace, Name: proc.Names.Deployment()}, pdb)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: proc.Names.Deployment()}, pdb)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -292,7 +292,7 @@ func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *plan.Proce
 // first: a profile that joined a Scheduler, once the Scheduler serves it, needs no scheduler of
 // its own. Objects already gone are skipped, so a later pass writes nothing.
 func (r *processObjects) removeProcess(ctx context.Context, proc *plan.Process) error {
-	ns := r.settings.Namespace
+	ns := r.Settings.Namespace
 	at := func(namespace, name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: namespace, Name: name}
 	}
@@ -381,7 +381,7 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *plan.Process, 
 		// Deployment, so a pass follows anyway.
 		return rolloutVerdict{recheckAfter: time.Second}, nil
 	}
-	inNamespace, selected := client.InNamespace(r.settings.Namespace), client.MatchingLabels(proc.SelectorLabels())
+	inNamespace, selected := client.InNamespace(r.Settings.Namespace), client.MatchingLabels(proc.SelectorLabels())
 	var rss appsv1.ReplicaSetList
 	if err := r.client.List(ctx, &rss, inNamespace, selected, ownedBy(proc)); err != nil {
 		return rolloutVerdict{}, fmt.Errorf("listing ReplicaSets: %w", err)
@@ -411,7 +411,7 @@ func (r *processObjects) judgeRevision(ctx context.Context, proc *plan.Process, 
 // earlier one (carryImageRollback).
 func (r *processObjects) rollbackDeployment(ctx context.Context, proc *plan.Process, revision string, live *appsv1.Deployment, failedImage string) (rollback *deploy.Owned, refused string, err error) {
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.Namespace), client.MatchingLabels(proc.SelectorLabels()), ownedBy(proc)); err != nil {
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.Settings.Namespace), client.MatchingLabels(proc.SelectorLabels()), ownedBy(proc)); err != nil {
 		return nil, "", fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, revision)
@@ -423,17 +423,17 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *plan.Proc
 		if refused, err := r.unconsentedSecret(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
 			return nil, refused, err
 		}
-		if refused, err := r.nameTakenBack(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
+		if refused, err := r.NameTakenBack(ctx, proc, &rs.Spec.Template); err != nil || refused != "" {
 			return nil, refused, err
 		}
 	}
-	d := deploymentWith(proc, r.settings, rollbackTemplate(rs))
+	d := deploymentWith(proc, r.Settings, rollbackTemplate(rs))
 	stampApplied(d, live, time.Now())
 	oneLeaderStrategy(proc, d, live)
 	markImageRollback(d, failedImage)
 	// A later rollback, of a user's change, keeps the mark that stopped the wave of the
 	// operator's image: without it the apply drops the annotation and the image is tried again.
-	carryImageRollback(d, live, r.settings.Image)
+	carryImageRollback(d, live, r.Settings.Image)
 	o := newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)
 	return &o, "", nil
 }
@@ -444,7 +444,7 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *plan.Proc
 // too: whatever Secret later takes its name would be mounted unchecked.
 func (r *processObjects) unconsentedSecret(ctx context.Context, proc *plan.Process, t *corev1.PodTemplateSpec) (string, error) {
 	for _, name := range templateSecrets(t) {
-		key := client.ObjectKey{Namespace: r.settings.Namespace, Name: name}
+		key := client.ObjectKey{Namespace: r.Settings.Namespace, Name: name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -475,7 +475,7 @@ func (r *processObjects) mayRunLegacyLease(ctx context.Context, proc *plan.Proce
 		return false, nil
 	}
 	var rss appsv1.ReplicaSetList
-	if err := r.client.List(ctx, &rss, client.InNamespace(r.settings.Namespace), client.MatchingLabels(proc.SelectorLabels()), ownedBy(proc)); err != nil {
+	if err := r.client.List(ctx, &rss, client.InNamespace(r.Settings.Namespace), client.MatchingLabels(proc.SelectorLabels()), ownedBy(proc)); err != nil {
 		return false, fmt.Errorf("listing ReplicaSets: %w", err)
 	}
 	rs := replicaSetOf(rss.Items, st.lastAvailable)

@@ -21,10 +21,10 @@ import (
 // Deployment d runs to cfg, and says whether the rollout waits for it.
 func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, cfg *profile.Config, d *appsv1.Deployment) (preview.Gate, error) {
 	s := p.Spec.Rollout.Preview
-	if r.previews == nil || preview.Mode(s) == schedulingv1alpha1.PreviewOff {
+	if r.Previews == nil || preview.Mode(s) == schedulingv1alpha1.PreviewOff {
 		return preview.Gate{}, nil
 	}
-	running, err := r.runningConfig(ctx, proc, d)
+	running, err := r.RunningConfig(ctx, proc, d)
 	if err != nil {
 		return preview.Gate{}, err
 	}
@@ -42,7 +42,7 @@ func (r *SchedulerProfileReconciler) preview(ctx context.Context, p *schedulingv
 		req.Running = &simulate.Profile{Name: req.Key.From, Config: data, FeatureGates: gates}
 		req.SchedulerNames = servedNamesOfConfig(data, req.SchedulerNames)
 	}
-	return r.previews.Ask(req, s), nil
+	return r.Previews.Ask(req, s), nil
 }
 
 // servedNamesOfConfig adds to names the scheduler names that the configuration data serves, once

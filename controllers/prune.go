@@ -21,7 +21,7 @@ import (
 // pruneConfigMaps deletes the process's ConfigMaps that neither the current configuration nor any
 // ReplicaSet of its Deployment uses, but keeps the newest keptConfigMaps of those for rollbacks.
 func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *plan.Process, currentHash string) error {
-	inNamespace := client.InNamespace(r.settings.Namespace)
+	inNamespace := client.InNamespace(r.Settings.Namespace)
 	ofProfile := ownedBy(proc)
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, inNamespace, ofProfile); err != nil {

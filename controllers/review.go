@@ -36,12 +36,12 @@ var _ webhooks.Planner = &Reviewer{}
 // from the cluster. The warnings of a profile it admits end with the advice on its configuration.
 func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) (field.ErrorList, []string, error) {
 	// A dedicated profile's checks read who serves its own name; a member's plan, every name.
-	var served servedNames
+	var served ServedNames
 	var err error
 	if p.Spec.SchedulerRef.Name == "" {
-		served, err = v.servedNamesOf(ctx, []string{profile.SchedulerName(p)})
+		served, err = v.ServedNamesOf(ctx, []string{profile.SchedulerName(p)})
 	} else {
-		served, err = v.servedNamesIndex(ctx)
+		served, err = v.ServedNamesIndex(ctx)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -57,16 +57,16 @@ func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.Sche
 	if err != nil || len(errs) > 0 {
 		return errs, warnings, err
 	}
-	return nil, append(warnings, v.adviceWarnings(ctx, p, proc)...), nil
+	return nil, append(warnings, v.AdviceWarnings(ctx, p, proc)...), nil
 }
 
 // checkDedicatedProfile runs the reconciler's checks of a profile with a scheduler of its own.
-func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) field.ErrorList {
+func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served ServedNames) field.ErrorList {
 	name := profile.SchedulerName(p)
 	if owner, serving := nameOwner(p, all, name, served); owner != "" {
 		return field.ErrorList{nameConflict(p, name, owner, serving)}
 	}
-	_, _, errs := v.checkDedicated(p, plan.DedicatedProcess(p, name))
+	_, _, errs := v.CheckDedicated(p, plan.DedicatedProcess(p, name))
 	return errs
 }
 
@@ -78,7 +78,7 @@ func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile,
 // review builds one scheduler, of this member alone, and renders no configuration of all the
 // members. A Scheduler that does not exist yet is planned with default settings, and is only a
 // warning.
-func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (field.ErrorList, []string, error) {
+func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served ServedNames) (field.ErrorList, []string, error) {
 	var warnings []string
 	ref := p.Spec.SchedulerRef.Name
 	s := &schedulingv1alpha1.Scheduler{}
@@ -92,7 +92,7 @@ func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1
 	proc := plan.SharedProcess(s)
 	// A Scheduler refused for its own settings is the Scheduler's fault, not the member's: the
 	// member is admitted, and its status says why it is not served.
-	if errs := proc.SettingsErrors(v.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(v.Settings); len(errs) > 0 {
 		return nil, append(warnings, fmt.Sprintf("spec.schedulerRef.name: Scheduler %q is refused for its own settings, so the profile is not served until it is fixed: %v", ref, errs.ToAggregate())), nil
 	}
 	m, err := v.reviewMember(ctx, s, proc, p, all, served)
@@ -100,21 +100,21 @@ func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1
 		return nil, nil, err
 	}
 	switch {
-	case m.conflictWith != "":
-		return field.ErrorList{nameConflict(p, m.schedulerName, m.conflictWith, m.conflictServed)}, warnings, nil
-	case len(m.errs) > 0:
-		return m.errs, warnings, nil
-	case m.limit.reason != "":
-		return field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulerRef", "name"), m.limit.message)}, warnings, nil
-	case m.queueSortConflict != "":
+	case m.ConflictWith != "":
+		return field.ErrorList{nameConflict(p, m.SchedulerName, m.ConflictWith, m.ConflictServed)}, warnings, nil
+	case len(m.Errs) > 0:
+		return m.Errs, warnings, nil
+	case m.Limit.Reason != "":
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "schedulerRef", "name"), m.Limit.Message)}, warnings, nil
+	case m.QueueSortConflict != "":
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "plugins", "queueSort"), field.OmitValueType{},
-			fmt.Sprintf("the profiles of Scheduler %s must sort the queue alike: %s", s.Name, m.queueSortConflict))}, warnings, nil
+			fmt.Sprintf("the profiles of Scheduler %s must sort the queue alike: %s", s.Name, m.QueueSortConflict))}, warnings, nil
 	}
 	// The combined configuration is not built here: building a scheduler of N profiles takes
 	// about as long as the apiserver waits for the webhook once N is in the hundreds, and what
 	// only the combination can break (names, queue sort, size) was checked above. The Scheduler's
 	// reconciler builds it once per change and refuses it in the Scheduler's status.
-	return nil, append(warnings, v.adviceWarnings(ctx, p, proc)...), nil
+	return nil, append(warnings, v.AdviceWarnings(ctx, p, proc)...), nil
 }
 
 // nameConflict is the error of a profile whose scheduler name another profile keeps (it serves
@@ -136,7 +136,7 @@ func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Sc
 	proc := plan.SharedProcess(s)
 	// Its own settings first, each at its field: rendering would refuse an inline key (which a
 	// stored Scheduler may still carry) as one error.
-	if errs := proc.SettingsErrors(v.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(v.Settings); len(errs) > 0 {
 		return errs, nil, nil
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
@@ -157,22 +157,22 @@ func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Sc
 
 // checkMembers plans the Scheduler with its members as its reconciler does.
 func (v *Reviewer) checkMembers(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process) ([]string, field.ErrorList, error) {
-	d, err := v.liveDeployment(ctx, proc)
+	d, err := v.LiveDeployment(ctx, proc)
 	if err != nil {
 		return nil, nil, err
 	}
-	pl, err := v.planScheduler(ctx, s, proc, d)
+	pl, err := v.PlanScheduler(ctx, s, proc, d)
 	if err != nil {
 		return nil, nil, err
 	}
 	var warnings []string
-	for _, m := range pl.members {
-		if m.invalid != "" {
-			warnings = append(warnings, fmt.Sprintf("SchedulerProfile %s is refused with these settings and is not served: %s", m.profile.Name, m.invalid))
+	for _, m := range pl.Members {
+		if m.Invalid != "" {
+			warnings = append(warnings, fmt.Sprintf("SchedulerProfile %s is refused with these settings and is not served: %s", m.Profile.Name, m.Invalid))
 		}
 	}
-	if pl.config != nil {
-		if err := v.validateProcess(pl.config, proc.Run.FeatureGates); err != nil {
+	if pl.Config != nil {
+		if err := v.ValidateProcess(pl.Config, proc.Run.FeatureGates); err != nil {
 			return warnings, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{},
 				"the scheduler would refuse the combined configuration of the members with these settings: "+err.Error())}, nil
 		}

@@ -25,7 +25,7 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *plan.Process) 
 	if err != nil {
 		return nil, nil, err
 	}
-	req, err := r.apis.FirstMissing(proc.Run.FeatureGates)
+	req, err := r.APIs.FirstMissing(proc.Run.FeatureGates)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,7 +52,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Pr
 			continue
 		}
 		path := plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name")
-		key := client.ObjectKey{Namespace: r.settings.Namespace, Name: e.TLSConfig.SecretRef.Name}
+		key := client.ObjectKey{Namespace: r.Settings.Namespace, Name: e.TLSConfig.SecretRef.Name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if !apierrors.IsNotFound(err) {
@@ -73,7 +73,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Pr
 	if len(errs) > 0 || !allRead {
 		return errs, warnings, nil
 	}
-	if i, refusal := unverifiedHTTPS(proc.Extenders, withCA, r.settings.Namespace); refusal.refused() {
+	if i, refusal := unverifiedHTTPS(proc.Extenders, withCA, r.Settings.Namespace); refusal.refused() {
 		errs = append(errs, field.Invalid(plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.Extenders[i].TLSConfig.SecretRef.Name, refusal.message))
 	}
 	return errs, warnings, nil

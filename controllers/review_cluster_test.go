@@ -80,7 +80,7 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				if resources == nil {
 					resources = served
 				}
-				r.apis = plan.NewServedAPIs(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}})
+				r.APIs = plan.NewServedAPIs(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}})
 				var extenders []schedulingv1alpha1.Extender
 				if tc.secrets != nil || tc.wantWarnings != nil {
 					extenders = withTLSExtenders("x", "a").Spec.Extenders

@@ -14,31 +14,31 @@ import (
 // against that plan's other members: the oldest one's queue sort, the member limit and the size
 // of the configuration. A Scheduler at its member limit, or whose configuration might not hold
 // p's entry, is planned whole with p in it.
-func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served servedNames) (*member, error) {
-	d, err := v.liveDeployment(ctx, proc)
+func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served ServedNames) (*Member, error) {
+	d, err := v.LiveDeployment(ctx, proc)
 	if err != nil {
 		return nil, err
 	}
-	base, err := v.planScheduler(ctx, s, proc, d)
+	base, err := v.PlanScheduler(ctx, s, proc, d)
 	if err != nil {
 		return nil, err
 	}
-	m := v.checkMember(p, all, proc, served, processKey(proc, v.settings))
-	if m.refused() {
+	m := v.CheckMember(p, all, proc, served, processKey(proc, v.Settings))
+	if m.Refused() {
 		return m, nil
 	}
-	running, err := v.runningEntries(ctx, s, proc, d)
+	running, err := v.RunningEntries(ctx, s, proc, d)
 	if err != nil {
 		return nil, err
 	}
 	if v.fitsInPlan(base, proc, m, running) {
 		return m, nil
 	}
-	pl, err := v.planMembers(s, proc, all, running, served, nil)
+	pl, err := v.PlanMembers(s, proc, all, running, served, nil)
 	if err != nil {
 		return nil, err
 	}
-	return pl.member(p.Name), nil
+	return pl.Member(p.Name), nil
 }
 
 // fitsInPlan checks a valid member m against the other members of base and sets its queue-sort
@@ -47,36 +47,36 @@ func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Sched
 // when base refuses a member for a limit, m would make one member too many, or base's
 // configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
 // the whole plan says which members fit.
-func (v *Reviewer) fitsInPlan(base *schedulerPlan, proc *plan.Process, m *member, running map[string]*profile.Profile) bool {
-	members := make([]*member, 0, len(base.members)+1)
+func (v *Reviewer) fitsInPlan(base *SchedulerPlan, proc *plan.Process, m *Member, running map[string]*profile.Profile) bool {
+	members := make([]*Member, 0, len(base.Members)+1)
 	others := 0
-	for _, o := range base.members {
-		if o.profile.Name == m.profile.Name {
+	for _, o := range base.Members {
+		if o.Profile.Name == m.Profile.Name {
 			continue
 		}
-		if o.limit.reason != "" {
+		if o.Limit.Reason != "" {
 			return false
 		}
-		if o.queueSortConflict != "" {
+		if o.QueueSortConflict != "" {
 			undecided := *o
-			undecided.queueSortConflict, undecided.entry = "", o.latest
+			undecided.QueueSortConflict, undecided.Entry = "", o.Latest
 			o = &undecided
 		}
-		if o.entry != nil {
+		if o.Entry != nil {
 			others++
 		}
 		members = append(members, o)
 	}
-	if others+1 > v.settings.MemberLimit() {
+	if others+1 > v.Settings.MemberLimit() {
 		return false
 	}
-	size := m.aloneBytes
-	if base.config != nil {
-		size += len(base.config.YAML)
+	size := m.AloneBytes
+	if base.Config != nil {
+		size += len(base.Config.YAML)
 	}
 	if size > MaxConfigBytes {
 		return false
 	}
-	m.queueSortConflict = queueSortRefusals(v.cache(), append(members, m), running, proc.Run.FeatureGates)[m]
+	m.QueueSortConflict = queueSortRefusals(v.Cache(), append(members, m), running, proc.Run.FeatureGates)[m]
 	return true
 }

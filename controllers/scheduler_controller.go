@@ -65,7 +65,7 @@ func (r *SchedulerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A Scheduler serves a profile that left it until the profile's new scheduler serves it.
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.schedulersWithLeavingMembers)).
 		// A finished preview decides a member's guarded change.
-		WatchesRawSource(r.previews.SchedulerSource()).
+		WatchesRawSource(r.Previews.SchedulerSource()).
 		Complete(r)
 }
 
@@ -138,11 +138,11 @@ func (r *SchedulerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonVersionSkew, actionRollout, "%s", obs.skew.refused)
 		}
 		if c, ok := upgradeStopped(before.Status.Conditions, s.Status.Conditions); ok {
-			r.metrics.UpgradeStopped("Scheduler", s.Name)
+			r.Metrics.UpgradeStopped("Scheduler", s.Name)
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, c.Reason, actionRollout, "%s", c.Message)
 		}
 		if s.Status.FailedRevision != "" && s.Status.FailedRevision != before.Status.FailedRevision {
-			r.metrics.RolledBack("Scheduler", s.Name)
+			r.Metrics.RolledBack("Scheduler", s.Name)
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, schedulingv1alpha1.ReasonRolloutFailed, actionRollout, "%s", rolloutFailedMessage(obs.rollout))
 		}
 	}
@@ -161,7 +161,7 @@ func degradedMessage(s *schedulingv1alpha1.Scheduler, reason string) string {
 // schedulerObservation is what one pass over a Scheduler found and did.
 type schedulerObservation struct {
 	proc *plan.Process
-	plan *schedulerPlan
+	plan *SchedulerPlan
 	// invalid is the scheduler's message when the combined configuration would not start.
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
@@ -186,20 +186,20 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	obs := &schedulerObservation{proc: plan.SharedProcess(s)}
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
-	if obs.deployment, err = r.liveDeployment(ctx, obs.proc); err != nil {
+	if obs.deployment, err = r.LiveDeployment(ctx, obs.proc); err != nil {
 		return obs, err
 	}
-	if errs := obs.proc.SettingsErrors(r.settings); len(errs) > 0 {
+	if errs := obs.proc.SettingsErrors(r.Settings); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
-	if obs.secret, err = r.readExtenderSecrets(ctx, obs.proc); err != nil || obs.secret.refused() {
+	if obs.secret, err = r.ReadExtenderSecrets(ctx, obs.proc); err != nil || obs.secret.refused() {
 		return obs, err
 	}
-	if obs.plan, err = r.planScheduler(ctx, s, obs.proc, obs.deployment); err != nil {
+	if obs.plan, err = r.PlanScheduler(ctx, s, obs.proc, obs.deployment); err != nil {
 		return obs, err
 	}
-	if obs.plan.config == nil {
+	if obs.plan.Config == nil {
 		if obs.deployment != nil && metav1.IsControlledBy(obs.deployment, s) {
 			if err := r.client.Delete(ctx, obs.deployment); client.IgnoreNotFound(err) != nil {
 				return obs, fmt.Errorf("deleting the scheduler Deployment: %w", err)
@@ -208,11 +208,11 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		}
 		return obs, nil
 	}
-	if err := r.validateProcess(obs.plan.config, obs.proc.Run.FeatureGates); err != nil {
+	if err := r.ValidateProcess(obs.plan.Config, obs.proc.Run.FeatureGates); err != nil {
 		obs.invalid = err.Error()
 		return obs, nil
 	}
-	if obs.apiMissing, err = r.apis.Missing(obs.proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.APIs.Missing(obs.proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
@@ -220,7 +220,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 	}
 	st := obs.rollout
 	defer r.lockUpgrade(obs.deployment)()
-	if obs.deployment, obs.rollout, err = r.run(ctx, obs.proc, obs.plan.config, st); err != nil {
+	if obs.deployment, obs.rollout, err = r.run(ctx, obs.proc, obs.plan.Config, st); err != nil {
 		obs.rollout = st
 		return obs, err
 	}
@@ -234,11 +234,11 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	switch {
 	case obs.applied:
 		st.ObservedGeneration = s.Generation
-		st.ConfigHash = runningHash(obs.plan.config, obs.rollout, obs.deployment)
+		st.ConfigHash = runningHash(obs.plan.Config, obs.rollout, obs.deployment)
 		st.ConfigMapName = obs.proc.Names.ConfigMap(st.ConfigHash)
 		st.DeploymentName = obs.proc.Names.Deployment()
 		st.Profiles = servedProfiles(obs.plan)
-	case obs.plan != nil && obs.plan.config == nil && obs.failure == "":
+	case obs.plan != nil && obs.plan.Config == nil && obs.failure == "":
 		st.ObservedGeneration = s.Generation
 		st.ConfigHash, st.ConfigMapName, st.DeploymentName, st.Profiles = "", "", "", nil
 	}
@@ -247,7 +247,7 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
 		setConditionOn(&st.Conditions, s.Generation, typ, status, reason, message)
 	}
-	if obs.plan != nil && obs.plan.config == nil && obs.failure == "" {
+	if obs.plan != nil && obs.plan.Config == nil && obs.failure == "" {
 		set(schedulingv1alpha1.ConditionAvailable, metav1.ConditionFalse, schedulingv1alpha1.ReasonNoProfiles,
 			"no SchedulerProfile with a valid configuration names this Scheduler in spec.schedulerRef, so no scheduler runs")
 	} else {
@@ -275,11 +275,11 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 
 // servedProfiles are the members with an entry in the configuration, in the plan's profile-name
 // order.
-func servedProfiles(pl *schedulerPlan) []schedulingv1alpha1.SchedulerMember {
+func servedProfiles(pl *SchedulerPlan) []schedulingv1alpha1.SchedulerMember {
 	var out []schedulingv1alpha1.SchedulerMember
-	for _, m := range pl.members {
-		if m.entry != nil {
-			out = append(out, schedulingv1alpha1.SchedulerMember{Name: m.profile.Name, SchedulerName: m.entry.SchedulerName})
+	for _, m := range pl.Members {
+		if m.Entry != nil {
+			out = append(out, schedulingv1alpha1.SchedulerMember{Name: m.Profile.Name, SchedulerName: m.Entry.SchedulerName})
 		}
 	}
 	return out

@@ -80,7 +80,7 @@ type SchedulerProfileReconciler struct {
 // image, the image of kube-scheduler with this project's plugins. d answers which APIs and
 // which version the apiserver serves; nil skips those checks.
 func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return newSchedulerProfileReconciler(processObjects{client: c, apis: plan.NewServedAPIs(d), settings: plan.Settings{Namespace: namespace, Image: image}}, d, recorder)
+	return newSchedulerProfileReconciler(processObjects{client: c, APIs: plan.NewServedAPIs(d), Settings: plan.Settings{Namespace: namespace, Image: image}}, d, recorder)
 }
 
 // newSchedulerProfileReconciler returns the reconciler that SetupManager runs, with the operator's processObjects.
@@ -113,7 +113,7 @@ func (r *SchedulerProfileReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// The status counts the Namespaces assigned to the profile's scheduler name.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.profilesAssignedBy), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		// A finished preview decides a guarded change and goes into the status.
-		WatchesRawSource(r.previews.Source()).
+		WatchesRawSource(r.Previews.Source()).
 		// status.servedSchedulerName follows the scheduler pods' readiness.
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.profilesOfSchedulerPod), builder.WithPredicates(servingChanged))
 	if r.stranded != nil {
@@ -220,8 +220,8 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Its objects are garbage-collected through their owner references.
-			r.metrics.Forget(req.Name)
-			r.previews.Forget(req.Name)
+			r.Metrics.Forget(req.Name)
+			r.Previews.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -255,7 +255,7 @@ func (r *SchedulerProfileReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		awaitFailureCached(ctx, r.client, &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}, before.ResourceVersion)
 	}
 	r.recordEvents(before, p)
-	recordMetrics(r.metrics, before, p, obs)
+	recordMetrics(r.Metrics, before, p, obs)
 	return ctrl.Result{RequeueAfter: plan.Recheck(obs.rollout.recheckAfter, obs.apiMissing != "" || obs.skew.refused != "")}, reconcileErr
 }
 
@@ -268,7 +268,7 @@ type observation struct {
 	schedulerMissing bool
 	// schedulerDeleting is set when schedulerRef names a Scheduler that is being deleted.
 	schedulerDeleting bool
-	// conflictWith is the profile that keeps the scheduler name, and conflictServed says
+	// conflictWith is the profile that keeps the scheduler name, and ConflictServed says
 	// whether it keeps it because it serves it (else it is older).
 	conflictWith   string
 	conflictServed bool
@@ -287,7 +287,7 @@ type observation struct {
 	// oldest profile of its Scheduler.
 	queueSortConflict string
 	// limit is set when a valid shared profile does not fit into its Scheduler.
-	limit limitRefusal
+	limit LimitRefusal
 	// notServed says which configuration a member's Scheduler runs when its replicas do not
 	// serve the member's own entry; "" when they do, and for a profile with its own scheduler.
 	notServed string
@@ -338,13 +338,13 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	}
 	proc := plan.DedicatedProcess(p, obs.schedulerName)
 	obs.process = proc
-	obs.previewed = r.previews.Status(p.Name)
+	obs.previewed = r.Previews.Status(p.Name)
 	st := rolloutStateOf(p.Status.ProcessStatus)
 	obs.rollout = st
-	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
+	if obs.deployment, err = r.LiveDeployment(ctx, proc); err != nil {
 		return obs, err
 	}
-	served, err := r.servedNamesOf(ctx, []string{obs.schedulerName})
+	served, err := r.ServedNamesOf(ctx, []string{obs.schedulerName})
 	if err != nil {
 		return obs, err
 	}
@@ -356,20 +356,20 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		return obs, r.stopServing(ctx, proc, obs, served)
 	}
 	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
-	if errs := proc.SettingsErrors(r.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(r.Settings); len(errs) > 0 {
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
-	if obs.secret, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
+	if obs.secret, err = r.ReadExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
 		return obs, err
 	}
-	cfg, invalid, _ := r.checkDedicated(p, proc)
+	cfg, invalid, _ := r.CheckDedicated(p, proc)
 	if invalid != "" {
 		obs.invalid = invalid
 		return obs, nil
 	}
 	r.observeAdvice(ctx, p, proc, obs)
-	if obs.apiMissing, err = r.apis.Missing(proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.APIs.Missing(proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return obs, err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
@@ -396,12 +396,12 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 // servedNameFor is the scheduler name that a running scheduler serves for p now (runningNames):
 // its own scheduler's, or its Scheduler's; asked is the name p asks for.
 func (r *SchedulerProfileReconciler) servedNameFor(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, asked string) (string, error) {
-	index, err := r.runningNames(ctx, client.MatchingLabels{schedulingv1alpha1.LabelProfile: p.Name})
+	index, err := r.RunningNames(ctx, client.MatchingLabels{schedulingv1alpha1.LabelProfile: p.Name})
 	if err != nil {
 		return "", err
 	}
 	if ref := p.Spec.SchedulerRef.Name; ref != "" {
-		shared, err := r.runningNames(ctx, client.MatchingLabels{schedulingv1alpha1.LabelScheduler: ref})
+		shared, err := r.RunningNames(ctx, client.MatchingLabels{schedulingv1alpha1.LabelScheduler: ref})
 		if err != nil {
 			return "", err
 		}
@@ -416,7 +416,7 @@ func (r *SchedulerProfileReconciler) servedNameFor(ctx context.Context, p *sched
 
 // claimantsOf are the profiles that nameOwner weighs for a scheduler name: those that ask for it
 // and those that serve it (served, which a rename keeps serving until its rollout).
-func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name string, served servedNames) ([]schedulingv1alpha1.SchedulerProfile, error) {
+func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name string, served ServedNames) ([]schedulingv1alpha1.SchedulerProfile, error) {
 	var list schedulingv1alpha1.SchedulerProfileList
 	if err := r.client.List(ctx, &list, client.MatchingFields{indexSchedulerName: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return nil, fmt.Errorf("listing the SchedulerProfiles of scheduler name %s: %w", name, err)
@@ -454,11 +454,11 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	}
 	proc := plan.SharedProcess(s)
 	obs.process = proc
-	obs.previewed = r.previews.Status(p.Name)
+	obs.previewed = r.Previews.Status(p.Name)
 	// The Scheduler's rollouts are the member's: its status shows them.
 	obs.rollout = rolloutStateOf(s.Status.ProcessStatus)
 	var err error
-	if obs.deployment, err = r.liveDeployment(ctx, proc); err != nil {
+	if obs.deployment, err = r.LiveDeployment(ctx, proc); err != nil {
 		return err
 	}
 	if obs.rollout.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil {
@@ -473,45 +473,45 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		obs.schedulerDeleting = true
 		return nil
 	}
-	if errs := proc.SettingsErrors(r.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(r.Settings); len(errs) > 0 {
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
-	if obs.secret, err = r.readExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
+	if obs.secret, err = r.ReadExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
 		return err
 	}
-	pl, err := r.planScheduler(ctx, s, proc, obs.deployment)
+	pl, err := r.PlanScheduler(ctx, s, proc, obs.deployment)
 	if err != nil {
 		return err
 	}
-	m := pl.member(p.Name)
+	m := pl.Member(p.Name)
 	if m == nil {
 		return nil
 	}
-	obs.conflictWith, obs.conflictServed, obs.invalid, obs.queueSortConflict, obs.limit = m.conflictWith, m.conflictServed, m.invalid, m.queueSortConflict, m.limit
-	if m.refused() {
+	obs.conflictWith, obs.conflictServed, obs.invalid, obs.queueSortConflict, obs.limit = m.ConflictWith, m.ConflictServed, m.Invalid, m.QueueSortConflict, m.Limit
+	if m.Refused() {
 		return nil
 	}
 	r.observeAdvice(ctx, p, proc, obs)
-	if pl.config == nil {
+	if pl.Config == nil {
 		return nil
 	}
 	// The Scheduler's reconciler holds the rollout back for a missing API or a version skew: say
 	// so here too.
-	if obs.apiMissing, err = r.apis.Missing(proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
+	if obs.apiMissing, err = r.APIs.Missing(proc.Run.FeatureGates); err != nil || obs.apiMissing != "" {
 		return err
 	}
 	if obs.skew, err = r.versions.skew(); err != nil || obs.skew.refused != "" {
 		return err
 	}
-	obs.config = pl.config
+	obs.config = pl.Config
 	// A change its preview holds back is not applied: the Scheduler serves the running entry.
-	if obs.preview = m.preview; obs.preview.Held() {
+	if obs.preview = m.Preview; obs.preview.Held() {
 		return nil
 	}
 	// While the upgrade wave keeps the Scheduler on the legacy lease, it runs the configuration
 	// on that lease.
-	if _, obs.rollout.upgrade.config, err = obs.rollout.upgrade.keepLease(proc, pl.config); err != nil {
+	if _, obs.rollout.upgrade.config, err = obs.rollout.upgrade.keepLease(proc, pl.Config); err != nil {
 		return err
 	}
 	obs.applied = obs.deployment != nil && obs.deployment.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == obs.rollout.upgrade.config.Hash
@@ -532,7 +532,7 @@ func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *sch
 	if d == nil {
 		return "", nil // availability says nothing runs
 	}
-	running, err := r.runningEntries(ctx, s, proc, d)
+	running, err := r.RunningEntries(ctx, s, proc, d)
 	if err != nil {
 		return "", err
 	}
@@ -555,27 +555,27 @@ func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *s
 	if p.UID == "" {
 		key = ""
 	}
-	if _, done := r.cache().releasedProcesses.get(key); done && key != "" {
+	if _, done := r.Cache().releasedProcesses.get(key); done && key != "" {
 		return nil
 	}
 	if err := r.removeProcess(ctx, plan.DedicatedProcess(p, schedulerName)); err != nil {
 		return err
 	}
 	if key != "" {
-		r.cache().releasedProcesses.put(key, true)
+		r.Cache().releasedProcesses.put(key, true)
 	}
 	return nil
 }
 
-// checkDedicated renders and validates the configuration of a profile that runs its own
+// CheckDedicated renders and validates the configuration of a profile that runs its own
 // scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
 // status, errs the same errors with their fields.
-func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) (cfg *profile.Config, invalid string, errs field.ErrorList) {
+func (r *processObjects) CheckDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) (cfg *profile.Config, invalid string, errs field.ErrorList) {
 	// Render refuses the extenders' too, as one error; checked here they keep their fields.
-	if errs := proc.SettingsErrors(r.settings); len(errs) > 0 {
+	if errs := proc.SettingsErrors(r.Settings); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
-	cfg, err := profile.Render(p, profile.Settings{Namespace: r.settings.Namespace, CASecrets: proc.Secrets.WithCA})
+	cfg, err := profile.Render(p, profile.Settings{Namespace: r.Settings.Namespace, CASecrets: proc.Secrets.WithCA})
 	if err != nil {
 		return nil, err.Error(), renderErrors(err)
 	}
@@ -583,7 +583,7 @@ func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, 
 		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
 		return nil, err.Error(), field.ErrorList{err}
 	}
-	if errs := r.validateDedicated(cfg, proc); len(errs) > 0 {
+	if errs := r.ValidateDedicated(cfg, proc); len(errs) > 0 {
 		return nil, errs.ToAggregate().Error(), errs
 	}
 	return cfg, "", nil
@@ -593,9 +593,9 @@ func (r *processObjects) checkDedicated(p *schedulingv1alpha1.SchedulerProfile, 
 // remembered by what it reads: the configuration, the gates and the path of the gates' field
 // (the registry is the binary's). A pass that meets the same configuration again (every node
 // change enqueues every profile, for advice) builds no scheduler.
-func (r *processObjects) validateDedicated(cfg *profile.Config, proc *plan.Process) field.ErrorList {
-	errs, _ := r.cache().dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.Run.FeatureGates, proc.GatesPath().String()), func() (field.ErrorList, error) {
-		r.metrics.SchedulerBuilt(metrics.BuildDedicated)
+func (r *processObjects) ValidateDedicated(cfg *profile.Config, proc *plan.Process) field.ErrorList {
+	errs, _ := r.Cache().dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.Run.FeatureGates, proc.GatesPath().String()), func() (field.ErrorList, error) {
+		r.Metrics.SchedulerBuilt(metrics.BuildDedicated)
 		return profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()), nil
 	})
 	return errs

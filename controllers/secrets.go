@@ -62,12 +62,12 @@ func secretInvalid(format string, args ...any) secretRefusal {
 	return secretRefusal{reason: schedulingv1alpha1.ReasonSecretInvalid, message: fmt.Sprintf(format, args...)}
 }
 
-// readExtenderSecrets reads the Secrets that the process's extenders name into proc.secrets. It
+// ReadExtenderSecrets reads the Secrets that the process's extenders name into proc.secrets. It
 // returns, for the status, why they cannot be used: then nothing may be rolled out, since the
 // scheduler would not start or every extender call would fail its handshake, and a running
 // scheduler keeps its configuration. A Secret is used only when it consents to the process
 // (secretConsent), and its pair and CA are parsed as the scheduler's client parses them.
-func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *plan.Process) (secretRefusal, error) {
+func (r *processObjects) ReadExtenderSecrets(ctx context.Context, proc *plan.Process) (secretRefusal, error) {
 	proc.Secrets = plan.ExtenderSecrets{}
 	names := profile.ExtenderSecrets(proc.Extenders)
 	if len(names) == 0 {
@@ -76,7 +76,7 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *plan.Pro
 	proc.Secrets.WithCA = sets.New[string]()
 	h := sha256.New()
 	for _, name := range names {
-		key := client.ObjectKey{Namespace: r.settings.Namespace, Name: name}
+		key := client.ObjectKey{Namespace: r.Settings.Namespace, Name: name}
 		secret := &corev1.Secret{}
 		if err := r.client.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -96,7 +96,7 @@ func (r *processObjects) readExtenderSecrets(ctx context.Context, proc *plan.Pro
 			_, _ = h.Write(secret.Data[k])
 		}
 	}
-	if _, refusal := unverifiedHTTPS(proc.Extenders, proc.Secrets.WithCA, r.settings.Namespace); refusal.refused() {
+	if _, refusal := unverifiedHTTPS(proc.Extenders, proc.Secrets.WithCA, r.Settings.Namespace); refusal.refused() {
 		return refusal, nil
 	}
 	proc.Secrets.Hash = hex.EncodeToString(h.Sum(nil))[:profile.HashLength]
@@ -195,7 +195,7 @@ func extenderSecretVolumes(proc *plan.Process) ([]*corev1ac.VolumeApplyConfigura
 // a profile's own extenders, or those of its Scheduler. A Secret that appears lets them roll out;
 // a changed one rolls their scheduler.
 func (r *SchedulerProfileReconciler) profilesNamingSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetNamespace() != r.settings.Namespace {
+	if obj.GetNamespace() != r.Settings.Namespace {
 		return nil
 	}
 	schedulers := sets.New[string]()
@@ -212,7 +212,7 @@ func (r *SchedulerProfileReconciler) profilesNamingSecret(ctx context.Context, o
 
 // schedulersNamingSecret enqueues the Schedulers with an extender that uses the Secret.
 func (r *SchedulerReconciler) schedulersNamingSecret(ctx context.Context, obj client.Object) []reconcile.Request {
-	if obj.GetNamespace() != r.settings.Namespace {
+	if obj.GetNamespace() != r.Settings.Namespace {
 		return nil
 	}
 	return r.schedulerRequests(ctx, obj.GetName())

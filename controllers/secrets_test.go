@@ -165,7 +165,7 @@ func TestReadExtenderSecrets(t *testing.T) {
 				p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(true)
 			}
 			proc := dedicated(p)
-			refusal, err := r.readExtenderSecrets(t.Context(), proc)
+			refusal, err := r.ReadExtenderSecrets(t.Context(), proc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestExtenderSecretsHash(t *testing.T) {
 		// HTTPS needs a CA or insecure, and insecure goes without one.
 		p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(len(data["ca.crt"]) == 0)
 		proc := dedicated(p)
-		if refusal, err := r.readExtenderSecrets(t.Context(), proc); err != nil || refusal.refused() {
+		if refusal, err := r.ReadExtenderSecrets(t.Context(), proc); err != nil || refusal.refused() {
 			t.Fatalf("reading the Secret: %v %s", err, refusal.message)
 		}
 		return proc.Secrets.Hash

@@ -23,15 +23,15 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// servedNames tells which profiles a scheduler serves each scheduler name for right now: by
+// ServedNames tells which profiles a scheduler serves each scheduler name for right now: by
 // scheduler name, the names of the profiles whose entry some live scheduler runs. A name is
 // served while a scheduler pod that mounts a configuration with it exists (terminating or not),
 // or a scheduler Deployment with replicas runs a template with it, so a name is held from the
 // moment its Deployment is applied until the last pod of its old revision is gone.
-type servedNames map[string][]string
+type ServedNames map[string][]string
 
 // add records that the profile's entry with the scheduler name is served.
-func (s servedNames) add(schedulerName, profileName string) {
+func (s ServedNames) add(schedulerName, profileName string) {
 	if !slices.Contains(s[schedulerName], profileName) {
 		s[schedulerName] = append(s[schedulerName], profileName)
 		sort.Strings(s[schedulerName])
@@ -43,7 +43,7 @@ func (s servedNames) add(schedulerName, profileName string) {
 // longer asks for it (a rename rolls out first) or is being deleted (its pods are still there);
 // when nobody serves it, the oldest profile that asks for it gets it. served says whether the
 // owner serves the name (for the message).
-func nameOwner(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, name string, index servedNames) (owner string, served bool) {
+func nameOwner(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, name string, index ServedNames) (owner string, served bool) {
 	servers := index[name]
 	if ref := p.Spec.SchedulerRef.Name; ref != "" {
 		// An older revision of the member's own Scheduler: one process, one leader at a time.
@@ -114,18 +114,18 @@ func nameConflictMessage(name, owner string, served bool) string {
 // when it reaches it: a few ConfigMaps per profile are kept, 3 at most.
 const maxConfigNames = 8192
 
-// servedNamesIndex reads which profile serves which scheduler name: the scheduler Deployments
+// ServedNamesIndex reads which profile serves which scheduler name: the scheduler Deployments
 // with replicas and the scheduler pods of the operator's namespace, and the configurations they
 // mount. A Scheduler's names are attributed to its members by its status.
-func (r *processObjects) servedNamesIndex(ctx context.Context) (servedNames, error) {
-	return r.servedNamesOf(ctx, nil)
+func (r *processObjects) ServedNamesIndex(ctx context.Context) (ServedNames, error) {
+	return r.ServedNamesOf(ctx, nil)
 }
 
-// servedNamesOf is servedNamesIndex for the scheduler names in names, or for every name when
+// ServedNamesOf is ServedNamesIndex for the scheduler names in names, or for every name when
 // names is nil: through the cache's indexes, it reads only the ConfigMaps that hold one of them
 // and the Deployments and pods that mount those, so that its cost does not grow with the number
 // of schedulers. The index it returns may hold other names, which only the mounts read serve.
-func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (servedNames, error) {
+func (r *processObjects) ServedNamesOf(ctx context.Context, names []string) (ServedNames, error) {
 	reader := r.client
 	var mounts []plan.SchedulerMount
 	if names == nil {
@@ -137,7 +137,7 @@ func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (ser
 	seen := map[string]bool{}
 	for _, name := range names {
 		var cms corev1.ConfigMapList
-		if err := reader.List(ctx, &cms, client.InNamespace(r.settings.Namespace), client.MatchingFields{indexSchedulerNames: name},
+		if err := reader.List(ctx, &cms, client.InNamespace(r.Settings.Namespace), client.MatchingFields{indexSchedulerNames: name},
 			client.UnsafeDisableDeepCopy); err != nil { // only read
 			return nil, fmt.Errorf("listing the configurations of scheduler name %s: %w", name, err)
 		}
@@ -157,15 +157,15 @@ func (r *processObjects) servedNamesOf(ctx context.Context, names []string) (ser
 
 // attribute reads which profile each mount serves each scheduler name for. A Scheduler's names
 // are attributed to its members by its status.
-func (r *processObjects) attribute(ctx context.Context, mounts []plan.SchedulerMount) (servedNames, error) {
+func (r *processObjects) attribute(ctx context.Context, mounts []plan.SchedulerMount) (ServedNames, error) {
 	reader := r.client
-	index := servedNames{}
+	index := ServedNames{}
 	members := map[string]map[string]string{} // Scheduler -> scheduler name -> profile
 	for _, m := range mounts {
 		if m.ConfigMap == "" {
 			continue
 		}
-		names, err := r.namesIn(ctx, reader, m.ConfigMap)
+		names, err := r.NamesIn(ctx, reader, m.ConfigMap)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +201,7 @@ func (r *processObjects) attribute(ctx context.Context, mounts []plan.SchedulerM
 // mountsOf reads the configurations mounted by the scheduler Deployments with replicas and the
 // scheduler pods of the operator's namespace that match (all of them for nil).
 func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) ([]plan.SchedulerMount, error) {
-	opts := []client.ListOption{client.InNamespace(r.settings.Namespace), client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager},
+	opts := []client.ListOption{client.InNamespace(r.Settings.Namespace), client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager},
 		client.UnsafeDisableDeepCopy} // only read: the cache's own objects spare a copy of every Deployment and pod per pass
 	if match != nil {
 		opts = append(opts, match)
@@ -228,14 +228,14 @@ func (r *processObjects) mountsOf(ctx context.Context, match client.ListOption) 
 	return mounts, nil
 }
 
-// runningNames is the one definition of the scheduler names that are served now, by the
+// RunningNames is the one definition of the scheduler names that are served now, by the
 // profile each is served for: those of the configuration of a scheduler pod of the operator's
 // namespace, among those that match (every one for nil), that is running, ready and not being
 // deleted. Unlike servedNamesIndex, which holds a name from the moment its Deployment is applied
 // until its last pod is gone, it holds only what schedules pods now. It is the status's
 // servedSchedulerName, which namespace assignment (its policies' params, stranded pods) reads.
-func (r *processObjects) runningNames(ctx context.Context, match client.ListOption) (servedNames, error) {
-	mounts, err := plan.ServingMounts(ctx, r.client, r.settings.Namespace, match)
+func (r *processObjects) RunningNames(ctx context.Context, match client.ListOption) (ServedNames, error) {
+	mounts, err := plan.ServingMounts(ctx, r.client, r.Settings.Namespace, match)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ func (r *processObjects) runningNames(ctx context.Context, match client.ListOpti
 
 // servedNameOf is the scheduler name that index serves for a profile; "" when none. A profile is
 // served under one name at a time (nameOwner); should a rollout overlap two, the one it asks for wins.
-func servedNameOf(index servedNames, profileName, asked string) string {
+func servedNameOf(index ServedNames, profileName, asked string) string {
 	found := ""
 	for _, name := range sortedKeys(index) {
 		if slices.Contains(index[name], profileName) {
@@ -275,11 +275,11 @@ func servedMembers(ctx context.Context, reader client.Reader, name string) (map[
 	return out, nil
 }
 
-// namesIn are the scheduler names of the configuration in a ConfigMap of the operator's
+// NamesIn are the scheduler names of the configuration in a ConfigMap of the operator's
 // namespace; none when it is gone (a pod that mounts a missing ConfigMap does not start).
-func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name string) ([]string, error) {
-	key := client.ObjectKey{Namespace: r.settings.Namespace, Name: name}
-	names, ok := r.cache().configNames.get(key.String())
+func (r *processObjects) NamesIn(ctx context.Context, reader client.Reader, name string) ([]string, error) {
+	key := client.ObjectKey{Namespace: r.Settings.Namespace, Name: name}
+	names, ok := r.Cache().configNames.get(key.String())
 	if ok {
 		return names, nil
 	}
@@ -291,7 +291,7 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 		return nil, fmt.Errorf("reading ConfigMap %s: %w", name, err)
 	}
 	// One configuration is parsed once (profilesIn).
-	profiles, err := r.cache().profilesIn(cm)
+	profiles, err := r.Cache().profilesIn(cm)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	r.cache().configNames.put(key.String(), names)
+	r.Cache().configNames.put(key.String(), names)
 	return names, nil
 }
 
@@ -307,7 +307,7 @@ func (r *processObjects) namesIn(ctx context.Context, reader client.Reader, name
 // that another profile keeps, since two schedulers must never serve one name; the next pass that
 // gives it the name applies its replicas again. A profile refused a name it does not serve yet
 // keeps running what it runs (under its old name): nothing it served is lost.
-func (r *processObjects) stopServing(ctx context.Context, proc *plan.Process, obs *observation, served servedNames) error {
+func (r *processObjects) stopServing(ctx context.Context, proc *plan.Process, obs *observation, served ServedNames) error {
 	d := obs.deployment
 	if d == nil || !metav1.IsControlledBy(d, proc.Owner) || replicas(d.Spec.Replicas) == 0 ||
 		!slices.Contains(served[obs.schedulerName], proc.Owner.GetName()) {
@@ -356,20 +356,20 @@ func waitingScheduler(p *schedulingv1alpha1.SchedulerProfile) (string, bool) {
 	return p.Spec.SchedulerRef.Name, p.Spec.SchedulerRef.Name != ""
 }
 
-// nameTakenBack says why the process may not return to an earlier pod template, "" when it may:
+// NameTakenBack says why the process may not return to an earlier pod template, "" when it may:
 // the template's configuration has a scheduler name that another owner serves now (a member
 // that left the Scheduler, whose name a profile took once the old pods were gone), and two
 // schedulers must never serve one name.
-func (r *processObjects) nameTakenBack(ctx context.Context, proc *plan.Process, t *corev1.PodTemplateSpec) (string, error) {
+func (r *processObjects) NameTakenBack(ctx context.Context, proc *plan.Process, t *corev1.PodTemplateSpec) (string, error) {
 	cm := plan.ConfigMapOf(&t.Spec)
 	if cm == "" {
 		return "", nil
 	}
-	names, err := r.namesIn(ctx, r.client, cm)
+	names, err := r.NamesIn(ctx, r.client, cm)
 	if err != nil || len(names) == 0 {
 		return "", err
 	}
-	served, err := r.servedNamesOf(ctx, names)
+	served, err := r.ServedNamesOf(ctx, names)
 	if err != nil {
 		return "", err
 	}

@@ -35,7 +35,7 @@ func TestNameOwner(t *testing.T) {
 		name       string
 		p          string
 		all        []schedulingv1alpha1.SchedulerProfile
-		served     servedNames
+		served     ServedNames
 		wantOwner  string
 		wantServed bool
 	}{{
@@ -51,33 +51,33 @@ func TestNameOwner(t *testing.T) {
 		name:       "an older profile renames onto a name a younger one serves",
 		p:          "old",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served:     servedNames{"n": {"young"}},
+		served:     ServedNames{"n": {"young"}},
 		wantOwner:  "young",
 		wantServed: true,
 	}, {
 		name:   "the younger profile that serves it keeps it",
 		p:      "young",
 		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served: servedNames{"n": {"young"}},
+		served: ServedNames{"n": {"young"}},
 	}, {
 		name:       "a profile renamed away still serves the name until its rollout is done",
 		p:          "other",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("renamed", "m", 2), aged("other", "n", 1)},
-		served:     servedNames{"n": {"renamed"}, "m": {"renamed"}},
+		served:     ServedNames{"n": {"renamed"}, "m": {"renamed"}},
 		wantOwner:  "renamed",
 		wantServed: true,
 	}, {
 		name:       "a profile being deleted serves it until its pods are gone",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{deleting(aged("old", "n", 2)), aged("young", "n", 1)},
-		served:     servedNames{"n": {"old"}},
+		served:     ServedNames{"n": {"old"}},
 		wantOwner:  "old",
 		wantServed: true,
 	}, {
 		name:       "a deleted profile's pods still serve it",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("young", "n", 1)},
-		served:     servedNames{"n": {"gone"}},
+		served:     ServedNames{"n": {"gone"}},
 		wantOwner:  "gone",
 		wantServed: true,
 	}, {
@@ -88,21 +88,21 @@ func TestNameOwner(t *testing.T) {
 		name:       "two serve it (a cluster from before the rule): the younger yields",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served:     servedNames{"n": {"old", "young"}},
+		served:     ServedNames{"n": {"old", "young"}},
 		wantOwner:  "old",
 		wantServed: true,
 	}, {
 		name:   "two serve it: the older keeps it",
 		p:      "old",
 		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served: servedNames{"n": {"old", "young"}},
+		served: ServedNames{"n": {"old", "young"}},
 	}, {
 		// Before a Scheduler held the names of its running revisions, a member that left freed
 		// its name while the old leader still served it.
 		name:       "a running revision of a Scheduler serves it for a member that left",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("young", "n", 1)},
-		served:     servedNames{"n": {schedulerHolder("shared")}},
+		served:     ServedNames{"n": {schedulerHolder("shared")}},
 		wantOwner:  schedulerHolder("shared"),
 		wantServed: true,
 	}, {
@@ -113,7 +113,7 @@ func TestNameOwner(t *testing.T) {
 			m.Spec.SchedulerRef.Name = "shared"
 			return []schedulingv1alpha1.SchedulerProfile{m}
 		}(),
-		served: servedNames{"n": {schedulerHolder("shared")}},
+		served: ServedNames{"n": {schedulerHolder("shared")}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,17 +165,17 @@ func TestServedNamesIndex(t *testing.T) {
 		shared,
 	}
 	r := fakeObjects(objs...)
-	got, err := r.servedNamesIndex(context.Background())
+	got, err := r.ServedNamesIndex(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := servedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}, "sz": {schedulerHolder("shared")}}
+	want := ServedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}, "sz": {schedulerHolder("shared")}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("served names (-want +got):\n%s", diff)
 	}
 	// Asked for one name, the index reads only what concerns it, and says the same of it.
 	for _, name := range []string{"a", "a-old", "b", "c", "sx", "sy", "sz", "nobody"} {
-		got, err := r.servedNamesOf(context.Background(), []string{name})
+		got, err := r.ServedNamesOf(context.Background(), []string{name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestServedNamesOfReadsOnlyItsName(t *testing.T) {
 		r := fakeObjects(objs...)
 		counting := &countingReads{Client: r.client}
 		r.client = counting
-		got, err := r.servedNamesOf(context.Background(), []string{"p0"})
+		got, err := r.ServedNamesOf(context.Background(), []string{"p0"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,8 +76,8 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
 	case obs.skew.refused != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
-	case obs.limit.reason != "":
-		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, obs.limit.reason, obs.limit.message)
+	case obs.limit.Reason != "":
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, obs.limit.Reason, obs.limit.Message)
 	case obs.queueSortConflict != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonQueueSortConflict,
 			"the profiles of one scheduler must sort the queue alike; this change is not rolled out, and the other profiles of Scheduler "+p.Spec.SchedulerRef.Name+" are: "+obs.queueSortConflict)

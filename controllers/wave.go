@@ -139,11 +139,11 @@ func deployments(prefix string, names []string, suffix string) string {
 func (r *processObjects) upgradeStepOf(ctx context.Context, proc *plan.Process) (upgradeStep, error) {
 	// A scheduler on the operator's image and a prefixed lease, or none, moves nowhere: the
 	// others need not be read.
-	if live, err := r.liveDeployment(ctx, proc); err != nil || live == nil || r.upgraded(live) {
-		return upgradeStep{image: r.settings.Image}, err
+	if live, err := r.LiveDeployment(ctx, proc); err != nil || live == nil || r.upgraded(live) {
+		return upgradeStep{image: r.Settings.Image}, err
 	}
 	var list appsv1.DeploymentList
-	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.Namespace),
+	if err := r.client.List(ctx, &list, client.InNamespace(r.Settings.Namespace),
 		client.MatchingLabels{plan.LabelName: "kube-scheduler", plan.LabelManagedBy: schedulingv1alpha1.FieldManager}); err != nil {
 		return upgradeStep{}, fmt.Errorf("listing scheduler Deployments: %w", err)
 	}
@@ -161,7 +161,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *plan.Process) 
 			rolledBack: d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack],
 		})
 	}
-	return planUpgrade(proc.Names.Deployment(), r.settings.Image, members, r.upgradeMaxInFlight), nil
+	return planUpgrade(proc.Names.Deployment(), r.Settings.Image, members, r.upgradeMaxInFlight), nil
 }
 
 // movingOwners are the owners whose scheduler Deployment a pass rolls to a new template, by
@@ -226,10 +226,10 @@ func (r *processObjects) runHeld(ctx context.Context, proc *plan.Process, live *
 	if !r.upgraded(live) {
 		defer r.lockUpgrade(live)()
 		var err error
-		if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil || st.upgrade.held != "" || st.upgrade.image != r.settings.Image {
+		if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil || st.upgrade.held != "" || st.upgrade.image != r.Settings.Image {
 			return live, st, err
 		}
-		d := deploymentWith(proc, r.settings, templateOnImage(&live.Spec.Template, r.settings.Image))
+		d := deploymentWith(proc, r.Settings, templateOnImage(&live.Spec.Template, r.Settings.Image))
 		stampApplied(d, live, time.Now())
 		oneLeaderStrategy(proc, d, live)
 		if err := r.applyAll(ctx, []deploy.Owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
@@ -252,7 +252,7 @@ func (r *processObjects) runHeld(ctx context.Context, proc *plan.Process, live *
 	if err := r.applyAll(ctx, []deploy.Owned{*rollback}); err != nil {
 		return live, st, err
 	}
-	live, err = r.liveDeployment(ctx, proc)
+	live, err = r.LiveDeployment(ctx, proc)
 	return live, st, err
 }
 
@@ -266,7 +266,7 @@ func (r *processObjects) cachedTemplate(ctx context.Context, proc *plan.Process,
 	var live *appsv1.Deployment
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
 		var err error
-		live, err = r.liveDeployment(ctx, proc)
+		live, err = r.LiveDeployment(ctx, proc)
 		return err != nil || live == nil || live.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] == revision, err
 	})
 	if wait.Interrupted(err) {
@@ -309,7 +309,7 @@ func rolloutRefused(conds []metav1.Condition) bool {
 // upgraded tells whether a scheduler Deployment has what the operator gives every template: its
 // scheduler image and a prefixed lease. One that has not is in the upgrade wave.
 func (r *processObjects) upgraded(d *appsv1.Deployment) bool {
-	return upgradedTo(r.settings.Image, d)
+	return upgradedTo(r.Settings.Image, d)
 }
 
 // upgradedTo tells whether a scheduler Deployment has the scheduler image and a prefixed lease.
@@ -403,7 +403,7 @@ func (r *processObjects) enqueueHeldOwners(ownerLabel string) handler.EventHandl
 // heldOwners are the owners of ownerLabel whose Deployment is not on the operator's image or lease.
 func (r *processObjects) heldOwners(ctx context.Context, ownerLabel string) []reconcile.Request {
 	var list appsv1.DeploymentList
-	if err := r.client.List(ctx, &list, client.InNamespace(r.settings.Namespace), client.HasLabels{ownerLabel},
+	if err := r.client.List(ctx, &list, client.InNamespace(r.Settings.Namespace), client.HasLabels{ownerLabel},
 		client.MatchingFields{indexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
 		return nil

@@ -88,7 +88,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	// The reviews plan with the reconcilers' settings, through clients and a discovery of their
 	// own, and run no previews.
 	objects := base
-	objects.client, objects.apis, objects.previews = direct, plan.NewServedAPIs(apis), nil
+	objects.client, objects.APIs, objects.Previews = direct, plan.NewServedAPIs(apis), nil
 	cached := objects
 	cached.client = mgr.GetClient()
 	register := func() error {

@@ -2,9 +2,7 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,51 +34,6 @@ const maxAdviceEntries = 64
 // maxAdviceMessage bounds a message of status.advice, as the CRD does.
 const maxAdviceMessage = 1024
 
-// ProfileAdvice is the advice on a profile whose configuration is valid, rendered as the one
-// profile of its process (its own, or its Scheduler's, with the Scheduler's extenders and feature
-// gates), on the cluster. The reconciler and the webhook call it alike. The profiles the checks
-// read (advice.Load: the framework built from the configuration) are remembered by
-// configuration and gates: a pass with the same configuration builds no framework, and a change
-// of the nodes or PriorityClasses only runs the checks again.
-func (o *processObjects) ProfileAdvice(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process, cluster *advice.Cluster) ([]advice.Advice, error) {
-	_, cfg, err := o.renderAlone(p, proc)
-	if err != nil {
-		return nil, err
-	}
-	loaded, err := o.Cache().adviceProfiles.do(keyOf("advice", cfg.YAML, proc.Run.FeatureGates), func() (*advice.Profile, error) {
-		return advice.Load(cfg.YAML, proc.Run.FeatureGates)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return advice.Run(advice.InputOf(loaded, cluster, p), advice.Ignored(p.Annotations)), nil
-}
-
-// readCluster is what the cluster checks read, from the manager's cache: the nodes' names and
-// labels, and the PriorityClasses' names and preemption policies, each sorted by name, so that
-// the messages do not depend on the cache's order.
-func readCluster(ctx context.Context, c client.Reader) (*advice.Cluster, error) {
-	nodes := &metav1.PartialObjectMetadataList{}
-	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := c.List(ctx, nodes); err != nil {
-		return nil, fmt.Errorf("listing the nodes: %w", err)
-	}
-	var classes schedulingv1.PriorityClassList
-	if err := c.List(ctx, &classes); err != nil {
-		return nil, fmt.Errorf("listing the PriorityClasses: %w", err)
-	}
-	out := &advice.Cluster{}
-	for _, n := range nodes.Items {
-		out.Nodes = append(out.Nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}})
-	}
-	for _, pc := range classes.Items {
-		out.PriorityClasses = append(out.PriorityClasses, schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: pc.Name}, PreemptionPolicy: pc.PreemptionPolicy})
-	}
-	slices.SortFunc(out.Nodes, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(out.PriorityClasses, func(a, b schedulingv1.PriorityClass) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
 // clusterView is what the cluster checks read, read from the cache once per change of it: every
 // node change enqueues every profile, and each pass would otherwise list and sort every node again.
 // Safe for concurrent use; the zero value reads on its first use.
@@ -103,7 +56,7 @@ func (v *clusterView) get(ctx context.Context, c client.Reader) (*advice.Cluster
 	if v.cluster != nil && v.read == now {
 		return v.cluster, nil
 	}
-	cluster, err := readCluster(ctx, c)
+	cluster, err := plan.ReadCluster(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -123,24 +76,6 @@ func (r *SchedulerProfileReconciler) observeAdvice(ctx context.Context, p *sched
 		return
 	}
 	obs.adviceChecked = true
-}
-
-// AdviceWarnings are the webhook's warnings of the advice on a profile whose configuration is
-// valid; advice that cannot be worked out is one warning too, and never a refusal.
-func (o *processObjects) AdviceWarnings(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) []string {
-	cluster, err := readCluster(ctx, o.client)
-	var found []advice.Advice
-	if err == nil {
-		found, err = o.ProfileAdvice(p, proc, cluster)
-	}
-	if err != nil {
-		return []string{"the profile's advice (docs/reference/advice.md) could not be worked out: " + err.Error()}
-	}
-	warnings := make([]string, 0, len(found))
-	for _, a := range found {
-		warnings = append(warnings, a.String())
-	}
-	return warnings
 }
 
 // setAdvisoryCondition sets the Advisory condition and status.advice: the findings on a valid
@@ -166,7 +101,7 @@ func setAdvisoryCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 
 // refused tells whether the pass found the latest spec refused, or without its Scheduler.
 func refused(obs *observation) bool {
-	return obs.conflictWith != "" || obs.invalid != "" || obs.secret.refused() || obs.queueSortConflict != "" ||
+	return obs.conflictWith != "" || obs.invalid != "" || obs.secret.Refused() || obs.queueSortConflict != "" ||
 		obs.limit.Reason != "" || obs.schedulerMissing
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -92,7 +93,7 @@ func TestReadCluster(t *testing.T) {
 		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 1, PreemptionPolicy: ptr.To(corev1.PreemptNever)},
 	)
-	got, err := readCluster(t.Context(), objs.client)
+	got, err := plan.ReadCluster(t.Context(), objs.client)
 	if err != nil {
 		t.Fatal(err)
 	}

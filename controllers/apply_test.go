@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/schedops/scheduler-profile-operator/api/scheme"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -26,7 +27,7 @@ import (
 func TestApplyAllInWaves(t *testing.T) {
 	p := testutil.MakeProfile("waves").Replicas(2).Obj()
 	proc := dedicated(p)
-	objs := (&processObjects{Settings: testSettings}).desiredObjects(proc, testConfig(t, p), testSettings.Image)
+	objs := (&processObjects{Planner: plan.Planner{Settings: testSettings}}).desiredObjects(proc, testConfig(t, p), testSettings.Image)
 	leaseBinding := func(obj runtime.ApplyConfiguration) bool {
 		rb, ok := obj.(*rbacv1ac.RoleBindingApplyConfiguration)
 		return ok && ptr.Deref(rb.Name, "") == proc.Names.LeaseRole()
@@ -70,7 +71,7 @@ func TestApplyAllInWaves(t *testing.T) {
 			return err
 		},
 	}).Build()
-	r := processObjects{client: c, Settings: testSettings}
+	r := processObjects{client: c, Planner: plan.Planner{Reader: c, Settings: testSettings}}
 	if err := r.applyAll(t.Context(), objs); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
 // status.assignedNamespaces counts the labelled Namespaces, from the cache.
@@ -56,5 +57,5 @@ func (r *SchedulerProfileReconciler) profilesAssignedBy(ctx context.Context, obj
 	if !ok {
 		return nil
 	}
-	return r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerName: name})
+	return r.profileRequests(ctx, nil, client.MatchingFields{plan.IndexSchedulerName: name})
 }

@@ -42,10 +42,6 @@ const keptConfigMaps = 3
 // defaultLogVerbosity is the scheduler's -v when the profile does not set it.
 const defaultLogVerbosity = 2
 
-// replicas is a replica count as the API server defaults it: one when unset. It serves both the
-// profile's spec and the observed Deployment.
-func replicas(n *int32) int32 { return ptr.Deref(n, 1) }
-
 func buildServiceAccount(proc *plan.Process, s plan.Settings) *corev1ac.ServiceAccountApplyConfiguration {
 	return corev1ac.ServiceAccount(proc.Names.ServiceAccount(), s.Namespace).WithLabels(proc.Labels())
 }
@@ -120,7 +116,7 @@ func deploymentWith(proc *plan.Process, s plan.Settings, template *corev1ac.PodT
 	return appsv1ac.Deployment(proc.Names.Deployment(), s.Namespace).
 		WithLabels(proc.Labels()).
 		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(replicas(proc.Run.Replicas)).
+			WithReplicas(plan.Replicas(proc.Run.Replicas)).
 			WithRevisionHistoryLimit(keptConfigMaps).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.SelectorLabels())).
 			WithStrategy(appsv1ac.DeploymentStrategy().
@@ -268,4 +264,27 @@ func schedulerArgs(proc *plan.Process) []string {
 		gates = append(gates, fmt.Sprintf("%s=%t", name, proc.Run.FeatureGates[name]))
 	}
 	return append(args, "--feature-gates="+strings.Join(gates, ","))
+}
+
+// extenderSecretVolumes mount each Secret that the process's extenders name, read-only, at
+// profile.ExtenderSecretDir(name), where the rendered configuration looks for its files.
+func extenderSecretVolumes(proc *plan.Process) ([]*corev1ac.VolumeApplyConfiguration, []*corev1ac.VolumeMountApplyConfiguration) {
+	var volumes []*corev1ac.VolumeApplyConfiguration
+	var mounts []*corev1ac.VolumeMountApplyConfiguration
+	for i, name := range profile.ExtenderSecrets(proc.Extenders) {
+		// Secret names may be longer than a volume name can be.
+		volume := fmt.Sprintf("extender-tls-%d", i)
+		// Only the keys the scheduler reads are mounted: a ca.key or anything else in the Secret
+		// stays out of the pods.
+		items := []*corev1ac.KeyToPathApplyConfiguration{
+			corev1ac.KeyToPath().WithKey(profile.SecretCertKey).WithPath(profile.SecretCertKey),
+			corev1ac.KeyToPath().WithKey(profile.SecretKeyKey).WithPath(profile.SecretKeyKey),
+		}
+		if proc.Secrets.WithCA.Has(name) {
+			items = append(items, corev1ac.KeyToPath().WithKey(profile.SecretCAKey).WithPath(profile.SecretCAKey))
+		}
+		volumes = append(volumes, corev1ac.Volume().WithName(volume).WithSecret(corev1ac.SecretVolumeSource().WithSecretName(name).WithItems(items...)))
+		mounts = append(mounts, corev1ac.VolumeMount().WithName(volume).WithMountPath(profile.ExtenderSecretDir(name)).WithReadOnly(true))
+	}
+	return volumes, mounts
 }

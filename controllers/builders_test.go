@@ -41,7 +41,7 @@ func fakeObjects(objs ...client.Object) processObjects {
 		b = b.WithIndex(i.obj, i.field, i.extract)
 	}
 	c := b.Build()
-	return processObjects{client: c, Settings: testSettings}
+	return processObjects{client: c, Planner: plan.Planner{Reader: c, Settings: testSettings}}
 }
 
 // dedicated is the scheduler process of a profile that runs its own scheduler.

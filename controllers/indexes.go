@@ -15,42 +15,15 @@ import (
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
-// Field indexes of the objects in the manager's cache, so that a pass or an event reads the few
-// objects it concerns instead of every object of a kind: with a thousand profiles, a pass that
-// reads every Deployment costs a thousand times what it should.
-const (
-	// indexSchedulerName indexes profiles by the scheduler name they ask for.
-	indexSchedulerName = "schedops.io/schedulerName"
-	// indexSchedulerRef indexes profiles by the Scheduler their schedulerRef names.
-	indexSchedulerRef = "schedops.io/schedulerRef"
-	// indexOwner indexes the ConfigMaps, ReplicaSets and pods of the operator's namespace by the
-	// owner their labels name: ownerKey.
-	indexOwner = "schedops.io/owner"
-	// indexMounts indexes the scheduler Deployments and pods by the configuration ConfigMap they
-	// mount.
-	indexMounts = "schedops.io/mounts"
-	// indexSchedulerNames indexes the configuration ConfigMaps by the scheduler names of the
-	// profiles they hold.
-	indexSchedulerNames = "schedops.io/schedulerNames"
-	// indexHeld indexes the scheduler Deployments that are not on the operator's image and
-	// lease (upgraded): the upgrade wave's, which wait for their turn.
-	indexHeld = "schedops.io/held"
-	// indexWaitingForName indexes the profiles that wait for a scheduler name
-	// (ConfigValid=False, SchedulerNameConflict).
-	indexWaitingForName = "schedops.io/waitingForName"
-	// indexLease indexes the scheduler pods by the lease their template runs on (schedulingv1alpha1.AnnotationLease).
-	indexLease = "schedops.io/lease"
-)
-
 // indexValue is the one value of the indexes that only tell whether an object is in them.
 const indexValue = "true"
 
-// ownerKey is the value of indexOwner for the objects of an owner: its label key and name.
+// ownerKey is the value of plan.IndexOwner for the objects of an owner: its label key and name.
 func ownerKey(ownerLabel, name string) string { return ownerLabel + "=" + name }
 
-// ownedBy lists the objects of a process by indexOwner.
+// ownedBy lists the objects of a process by plan.IndexOwner.
 func ownedBy(proc *plan.Process) client.MatchingFields {
-	return client.MatchingFields{indexOwner: ownerKey(proc.OwnerLabel, proc.Owner.GetName())}
+	return client.MatchingFields{plan.IndexOwner: ownerKey(proc.OwnerLabel, proc.Owner.GetName())}
 }
 
 // fieldIndex is a field index of one kind of object in the manager's cache.
@@ -69,7 +42,7 @@ func IndexFields(mgr ctrl.Manager, o ManagerOptions) error {
 }
 
 // indexObjects adds fieldIndexes to the manager's cache.
-func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string, ms *Memos) error {
+func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string, ms *plan.Memos) error {
 	for _, i := range fieldIndexes(image, ms) {
 		if err := indexer.IndexField(ctx, i.obj, i.field, i.extract); err != nil {
 			return fmt.Errorf("indexing %T by %s: %w", i.obj, i.field, err)
@@ -79,8 +52,8 @@ func indexObjects(ctx context.Context, indexer client.FieldIndexer, image string
 }
 
 // fieldIndexes are the field indexes of the profiles and of the objects of the operator's
-// namespace. image is the operator's scheduler image, which indexHeld compares with.
-func fieldIndexes(image string, ms *Memos) []fieldIndex {
+// namespace. image is the operator's scheduler image, which plan.IndexHeld compares with.
+func fieldIndexes(image string, ms *plan.Memos) []fieldIndex {
 	byOwner := func(obj client.Object) []string {
 		var keys []string
 		for _, l := range []string{schedulingv1alpha1.LabelProfile, schedulingv1alpha1.LabelScheduler} {
@@ -97,61 +70,43 @@ func fieldIndexes(image string, ms *Memos) []fieldIndex {
 		return nil
 	}
 	return []fieldIndex{
-		{&schedulingv1alpha1.SchedulerProfile{}, indexSchedulerName, func(obj client.Object) []string {
+		{&schedulingv1alpha1.SchedulerProfile{}, plan.IndexSchedulerName, func(obj client.Object) []string {
 			return []string{profile.SchedulerName(obj.(*schedulingv1alpha1.SchedulerProfile))}
 		}},
-		{&schedulingv1alpha1.SchedulerProfile{}, indexSchedulerRef, func(obj client.Object) []string {
+		{&schedulingv1alpha1.SchedulerProfile{}, plan.IndexSchedulerRef, func(obj client.Object) []string {
 			if ref := obj.(*schedulingv1alpha1.SchedulerProfile).Spec.SchedulerRef.Name; ref != "" {
 				return []string{ref}
 			}
 			return nil
 		}},
-		{&schedulingv1alpha1.SchedulerProfile{}, indexWaitingForName, func(obj client.Object) []string {
+		{&schedulingv1alpha1.SchedulerProfile{}, plan.IndexWaitingForName, func(obj client.Object) []string {
 			c := meta.FindStatusCondition(obj.(*schedulingv1alpha1.SchedulerProfile).Status.Conditions, schedulingv1alpha1.ConditionConfigValid)
 			if c != nil && c.Reason == schedulingv1alpha1.ReasonSchedulerNameConflict {
 				return []string{indexValue}
 			}
 			return nil
 		}},
-		{&corev1.ConfigMap{}, indexOwner, byOwner},
-		{&appsv1.ReplicaSet{}, indexOwner, byOwner},
-		{&corev1.Pod{}, indexOwner, byOwner},
-		{&appsv1.Deployment{}, indexMounts, func(obj client.Object) []string {
+		{&corev1.ConfigMap{}, plan.IndexOwner, byOwner},
+		{&appsv1.ReplicaSet{}, plan.IndexOwner, byOwner},
+		{&corev1.Pod{}, plan.IndexOwner, byOwner},
+		{&appsv1.Deployment{}, plan.IndexMounts, func(obj client.Object) []string {
 			return bySpec(&obj.(*appsv1.Deployment).Spec.Template.Spec)
 		}},
-		{&corev1.Pod{}, indexMounts, func(obj client.Object) []string { return bySpec(&obj.(*corev1.Pod).Spec) }},
-		{&corev1.Pod{}, indexLease, func(obj client.Object) []string {
+		{&corev1.Pod{}, plan.IndexMounts, func(obj client.Object) []string { return bySpec(&obj.(*corev1.Pod).Spec) }},
+		{&corev1.Pod{}, plan.IndexLease, func(obj client.Object) []string {
 			if lease := obj.GetAnnotations()[schedulingv1alpha1.AnnotationLease]; lease != "" {
 				return []string{lease}
 			}
 			return nil
 		}},
-		{&corev1.ConfigMap{}, indexSchedulerNames, func(obj client.Object) []string { return configSchedulerNames(ms, obj) }},
-		{&appsv1.Deployment{}, indexHeld, func(obj client.Object) []string {
+		{&corev1.ConfigMap{}, plan.IndexSchedulerNames, func(obj client.Object) []string { return plan.ConfigSchedulerNames(ms, obj) }},
+		{&appsv1.Deployment{}, plan.IndexHeld, func(obj client.Object) []string {
 			if d := obj.(*appsv1.Deployment); isScheduler(d) && !upgradedTo(image, d) {
 				return []string{indexValue}
 			}
 			return nil
 		}},
 	}
-}
-
-// configSchedulerNames are the scheduler names of the configuration a ConfigMap holds (the cache
-// holds only the operator's); none for a ConfigMap without one or one that does not parse.
-func configSchedulerNames(ms *Memos, obj client.Object) []string {
-	cm := obj.(*corev1.ConfigMap)
-	if _, ok := cm.Data[plan.ConfigFileKey]; !ok {
-		return nil
-	}
-	profiles, err := ms.profilesIn(cm)
-	if err != nil {
-		return nil
-	}
-	names := make([]string, 0, len(profiles))
-	for n := range profiles {
-		names = append(names, n)
-	}
-	return names
 }
 
 // isScheduler tells whether a Deployment is a scheduler the operator manages.

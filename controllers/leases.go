@@ -133,7 +133,7 @@ func (r *leaseReconciler) used(ctx context.Context, name string) (bool, error) {
 		return rendered, err
 	}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingFields{indexLease: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
+	if err := r.client.List(ctx, &pods, client.InNamespace(r.namespace), client.MatchingFields{plan.IndexLease: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return false, fmt.Errorf("listing the scheduler pods on the lease: %w", err)
 	}
 	return slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return !podEnded(&p) }), nil
@@ -155,7 +155,7 @@ func (r *leaseReconciler) rendered(ctx context.Context, name string) (bool, erro
 		}
 	} else {
 		var list schedulingv1alpha1.SchedulerProfileList
-		if err := r.client.List(ctx, &list, client.MatchingFields{indexSchedulerName: rest}, client.UnsafeDisableDeepCopy); err != nil { // only read
+		if err := r.client.List(ctx, &list, client.MatchingFields{plan.IndexSchedulerName: rest}, client.UnsafeDisableDeepCopy); err != nil { // only read
 			return false, fmt.Errorf("listing the SchedulerProfiles of scheduler name %s: %w", rest, err)
 		}
 		for i := range list.Items {

@@ -113,8 +113,8 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	// One processObjects, built here from o, is what both reconcilers and admission plan,
 	// render and apply with: the same settings, thresholds, previews, memos, metrics and upgrade
 	// lock.
-	objects := processObjects{client: mgr.GetClient(), APIs: plan.NewServedAPIs(d), Settings: o.settings(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight,
-		Memos: newMemos(), Metrics: metrics.New(), upgradeMu: &sync.Mutex{}}
+	objects := processObjects{client: mgr.GetClient(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight, upgradeMu: &sync.Mutex{},
+		Planner: plan.Planner{Reader: mgr.GetClient(), APIs: plan.NewServedAPIs(d), Settings: o.settings(), Memos: plan.NewMemos(), Metrics: metrics.New()}}
 	if err := objects.Metrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the operator's metrics: %w", err)
 	}
@@ -142,7 +142,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.Memos.profilesIn)
+	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.Memos.ProfilesIn)
 	if err := assign.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}

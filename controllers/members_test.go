@@ -79,36 +79,36 @@ func TestQueueSortRefusals(t *testing.T) {
 		e = profile.CanonicalQueueSort(e, nil)
 		return &e
 	}
-	mk := func(name string, minutesAgo int, plugins *schedulingv1alpha1.Plugins) *Member {
+	mk := func(name string, minutesAgo int, plugins *schedulingv1alpha1.Plugins) *plan.Member {
 		p := createdAt(testutil.MakeProfile(name).SchedulerRef("s").Obj(), minutesAgo)
 		e := entry(name, plugins)
-		return &Member{Profile: p, SchedulerName: name, Entry: e, Latest: e}
+		return &plan.Member{Profile: p, SchedulerName: name, Entry: e, Latest: e}
 	}
 	tests := []struct {
 		name        string
-		members     []*Member
+		members     []*plan.Member
 		running     map[string]*profile.Profile
 		wantRefused []string
 	}{
-		{name: "all alike", members: []*Member{mk("old", 10, nil), mk("young", 1, nil)}},
-		{name: "all change together", members: []*Member{mk("old", 10, fifo), mk("young", 1, fifo)},
+		{name: "all alike", members: []*plan.Member{mk("old", 10, nil), mk("young", 1, nil)}},
+		{name: "all change together", members: []*plan.Member{mk("old", 10, fifo), mk("young", 1, fifo)},
 			running: map[string]*profile.Profile{"old": entry("old", nil), "young": entry("young", nil)}},
-		{name: "the oldest member differs from the running configuration", members: []*Member{mk("old", 10, fifo), mk("young", 1, nil)},
+		{name: "the oldest member differs from the running configuration", members: []*plan.Member{mk("old", 10, fifo), mk("young", 1, nil)},
 			running: map[string]*profile.Profile{"old": entry("old", nil), "young": entry("young", nil)}, wantRefused: []string{"old"}},
-		{name: "a younger member differs from the running configuration", members: []*Member{mk("old", 10, nil), mk("young", 1, fifo)},
+		{name: "a younger member differs from the running configuration", members: []*plan.Member{mk("old", 10, nil), mk("young", 1, fifo)},
 			running: map[string]*profile.Profile{"old": entry("old", nil)}, wantRefused: []string{"young"}},
-		{name: "nothing runs: the oldest member's", members: []*Member{mk("old", 10, fifo), mk("young", 1, nil), mk("new", 0, nil)},
+		{name: "nothing runs: the oldest member's", members: []*plan.Member{mk("old", 10, fifo), mk("young", 1, nil), mk("new", 0, nil)},
 			wantRefused: []string{"new", "young"}},
-		{name: "a member refused for another reason counts with its running entry", members: func() []*Member {
+		{name: "a member refused for another reason counts with its running entry", members: func() []*plan.Member {
 			old, young := mk("old", 10, fifo), mk("young", 1, fifo)
 			young.Invalid, young.Entry = "invalid", entry("young", nil)
-			return []*Member{old, young}
+			return []*plan.Member{old, young}
 		}(), running: map[string]*profile.Profile{"young": entry("young", nil)}, wantRefused: []string{"old"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for m, msg := range queueSortRefusals(nil, tc.members, tc.running, nil) {
+			for m, msg := range plan.QueueSortRefusals(nil, tc.members, tc.running, nil) {
 				if !strings.Contains(msg, "the Scheduler sorts its queue with") {
 					t.Errorf("message %q does not name the Scheduler's queue sort", msg)
 				}

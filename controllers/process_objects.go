@@ -9,7 +9,6 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
-	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 
@@ -32,31 +31,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // processObjects applies, reads and prunes the objects of scheduler processes; both reconcilers
 // use it, so a dedicated and a shared scheduler run the same way.
 type processObjects struct {
-	client   client.Client
-	Settings plan.Settings
-	// APIs checks through the apiserver's discovery the APIs that feature gates need; nil skips
-	// the check.
-	APIs *plan.ServedAPIs
+	client client.Client
+	// Planner plans with the same settings, memos and metrics, reading through client.
+	plan.Planner
 	// rollout decides when a rollout has failed for good; zero fields take the defaults.
 	rollout RolloutThresholds
 	// upgradeMaxInFlight is how many schedulers a change of the operator's scheduler image
 	// rolls at a time (planUpgrade); 0 is DefaultUpgradeMaxInFlight.
 	upgradeMaxInFlight int
-	// Previews runs the previews of changes, the profiles' and the members'; nil runs none
-	// (the admission webhook's plans).
-	Previews *preview.Previewer
-	// Memos are the operator's memos (newMemos), shared with the other processObjects built from
-	// the same one; nil remembers nothing.
-	Memos *Memos
-	// Metrics are the operator's metrics; nil records none.
-	Metrics *metrics.Metrics
 	// upgradeMu serializes the passes that may move a scheduler to the operator's new image
 	// (lockUpgrade): the wave counts the schedulers in flight (planUpgrade) before it applies,
 	// and two passes at once would each see the same free slot. Other passes run in parallel: a
@@ -156,7 +144,7 @@ func (r *processObjects) desiredObjects(proc *plan.Process, cfg *profile.Config,
 		newOwned(proc, buildConfigMap(proc, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
 		newOwned(proc, buildService(proc, s), &corev1.Service{}, corev1ac.ExtractService),
 	}
-	if replicas(proc.Run.Replicas) > 1 {
+	if plan.Replicas(proc.Run.Replicas) > 1 {
 		objs = append(objs, newOwned(proc, buildPodDisruptionBudget(proc, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
 	}
 	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
@@ -232,43 +220,9 @@ func kindOf(obj client.Object) string {
 	return reflect.TypeOf(obj).Elem().Name()
 }
 
-// LiveDeployment reads the process's Deployment from the cache; nil when there is none.
-func (r *processObjects) LiveDeployment(ctx context.Context, proc *plan.Process) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: proc.Names.Deployment()}, d)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the scheduler Deployment: %w", err)
-	}
-	return d, nil
-}
-
-// RunningConfig reads the ConfigMap that the process's Deployment mounts now; nil when there is
-// none.
-func (r *processObjects) RunningConfig(ctx context.Context, proc *plan.Process, d *appsv1.Deployment) (*corev1.ConfigMap, error) {
-	if d == nil {
-		return nil, nil
-	}
-	hash := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash]
-	if hash == "" {
-		return nil, nil
-	}
-	cm := &corev1.ConfigMap{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: proc.Names.ConfigMap(hash)}, cm)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the running configuration: %w", err)
-	}
-	return cm, nil
-}
-
 // deleteUnwantedPDB removes the PodDisruptionBudget of a process scaled down to one replica.
 func (r *processObjects) deleteUnwantedPDB(ctx context.Context, proc *plan.Process) error {
-	if replicas(proc.Run.Replicas) > 1 {
+	if plan.Replicas(proc.Run.Replicas) > 1 {
 		return nil
 	}
 	pdb := &policyv1.PodDisruptionBudget{}
@@ -360,7 +314,7 @@ func (r *processObjects) judgeRollout(ctx context.Context, proc *plan.Process, d
 	if d == nil {
 		return st, nil
 	}
-	o := rolloutObservation{revision: d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision], available: deploymentAvailable(d)}
+	o := rolloutObservation{revision: d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision], available: plan.DeploymentAvailable(d)}
 	if st.judges(o.revision, o.available) {
 		v, err := r.judgeRevision(ctx, proc, d, o.revision)
 		if err != nil {
@@ -440,7 +394,7 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *plan.Proc
 
 // unconsentedSecret says why the process may not mount a Secret of an earlier pod template
 // again, "" when it may: a rollback mounts them as a rollout does, and a Secret's consent may
-// have been withdrawn since that template ran (secretConsent). A Secret that is gone is refused
+// have been withdrawn since that template ran (plan.SecretConsent). A Secret that is gone is refused
 // too: whatever Secret later takes its name would be mounted unchecked.
 func (r *processObjects) unconsentedSecret(ctx context.Context, proc *plan.Process, t *corev1.PodTemplateSpec) (string, error) {
 	for _, name := range templateSecrets(t) {
@@ -452,7 +406,7 @@ func (r *processObjects) unconsentedSecret(ctx context.Context, proc *plan.Proce
 			}
 			return "", fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		if why := secretConsent(secret, proc.SecretUser()); why != "" {
+		if why := plan.SecretConsent(secret, proc.SecretUser()); why != "" {
 			return fmt.Sprintf("Secret %s, which that revision mounts, %s", key, why), nil
 		}
 	}

@@ -36,7 +36,7 @@ var _ webhooks.Planner = &Reviewer{}
 // from the cluster. The warnings of a profile it admits end with the advice on its configuration.
 func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile) (field.ErrorList, []string, error) {
 	// A dedicated profile's checks read who serves its own name; a member's plan, every name.
-	var served ServedNames
+	var served plan.ServedNames
 	var err error
 	if p.Spec.SchedulerRef.Name == "" {
 		served, err = v.ServedNamesOf(ctx, []string{profile.SchedulerName(p)})
@@ -61,9 +61,9 @@ func (v *Reviewer) ProfileErrors(ctx context.Context, p *schedulingv1alpha1.Sche
 }
 
 // checkDedicatedProfile runs the reconciler's checks of a profile with a scheduler of its own.
-func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served ServedNames) field.ErrorList {
+func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served plan.ServedNames) field.ErrorList {
 	name := profile.SchedulerName(p)
-	if owner, serving := nameOwner(p, all, name, served); owner != "" {
+	if owner, serving := plan.NameOwner(p, all, name, served); owner != "" {
 		return field.ErrorList{nameConflict(p, name, owner, serving)}
 	}
 	_, _, errs := v.CheckDedicated(p, plan.DedicatedProcess(p, name))
@@ -78,7 +78,7 @@ func (v *Reviewer) checkDedicatedProfile(p *schedulingv1alpha1.SchedulerProfile,
 // review builds one scheduler, of this member alone, and renders no configuration of all the
 // members. A Scheduler that does not exist yet is planned with default settings, and is only a
 // warning.
-func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served ServedNames) (field.ErrorList, []string, error) {
+func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served plan.ServedNames) (field.ErrorList, []string, error) {
 	var warnings []string
 	ref := p.Spec.SchedulerRef.Name
 	s := &schedulingv1alpha1.Scheduler{}
@@ -124,7 +124,7 @@ func nameConflict(p *schedulingv1alpha1.SchedulerProfile, name, owner string, se
 	if p.Spec.SchedulerName == "" {
 		path = field.NewPath("metadata", "name")
 	}
-	return field.Invalid(path, name, nameConflictMessage(name, owner, served))
+	return field.Invalid(path, name, plan.NameConflictMessage(name, owner, served))
 }
 
 // SchedulerErrors refuses what the Scheduler's reconciler would refuse of s: its own settings,
@@ -140,7 +140,7 @@ func (v *Reviewer) SchedulerErrors(ctx context.Context, s *schedulingv1alpha1.Sc
 		return errs, nil, nil
 	}
 	placeholder := &schedulingv1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: s.Name}}
-	_, cfg, err := v.renderAlone(placeholder, proc)
+	_, cfg, err := v.RenderAlone(placeholder, proc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,9 +178,4 @@ func (v *Reviewer) checkMembers(ctx context.Context, s *schedulingv1alpha1.Sched
 		}
 	}
 	return warnings, nil, nil
-}
-
-// renderErrors places an error of rendering (args that are not a JSON object) on the spec.
-func renderErrors(err error) field.ErrorList {
-	return field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
 }

@@ -40,8 +40,8 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *plan.Process) 
 }
 
 // extenderSecretErrors reads the Secrets that the process's extenders name and refuses, at the
-// extender's secretRef, those that checkExtenderSecret refuses, then an HTTPS extender left
-// without a CA (unverifiedHTTPS) once every Secret was read.
+// extender's secretRef, those that plan.CheckExtenderSecret refuses, then an HTTPS extender left
+// without a CA (plan.UnverifiedHTTPS) once every Secret was read.
 func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
 	var errs field.ErrorList
 	var warnings []string
@@ -62,8 +62,8 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Pr
 			warnings = append(warnings, fmt.Sprintf("%s: Secret %s does not exist; nothing is rolled out until it does", path, key))
 			continue
 		}
-		if refusal := checkExtenderSecret(key, secret, proc.SecretUser()); refusal.refused() {
-			errs = append(errs, field.Invalid(path, key.Name, refusal.message))
+		if refusal := plan.CheckExtenderSecret(key, secret, proc.SecretUser()); refusal.Refused() {
+			errs = append(errs, field.Invalid(path, key.Name, refusal.Message))
 			continue
 		}
 		if len(secret.Data[profile.SecretCAKey]) > 0 {
@@ -73,8 +73,8 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Pr
 	if len(errs) > 0 || !allRead {
 		return errs, warnings, nil
 	}
-	if i, refusal := unverifiedHTTPS(proc.Extenders, withCA, r.Settings.Namespace); refusal.refused() {
-		errs = append(errs, field.Invalid(plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.Extenders[i].TLSConfig.SecretRef.Name, refusal.message))
+	if i, refusal := plan.UnverifiedHTTPS(proc.Extenders, withCA, r.Settings.Namespace); refusal.Refused() {
+		errs = append(errs, field.Invalid(plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name"), proc.Extenders[i].TLSConfig.SecretRef.Name, refusal.Message))
 	}
 	return errs, warnings, nil
 }

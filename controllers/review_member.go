@@ -14,7 +14,7 @@ import (
 // against that plan's other members: the oldest one's queue sort, the member limit and the size
 // of the configuration. A Scheduler at its member limit, or whose configuration might not hold
 // p's entry, is planned whole with p in it.
-func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served ServedNames) (*Member, error) {
+func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Scheduler, proc *plan.Process, p *schedulingv1alpha1.SchedulerProfile, all []schedulingv1alpha1.SchedulerProfile, served plan.ServedNames) (*plan.Member, error) {
 	d, err := v.LiveDeployment(ctx, proc)
 	if err != nil {
 		return nil, err
@@ -23,7 +23,7 @@ func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Sched
 	if err != nil {
 		return nil, err
 	}
-	m := v.CheckMember(p, all, proc, served, processKey(proc, v.Settings))
+	m := v.CheckMember(p, all, proc, served, plan.ProcessKey(proc, v.Settings))
 	if m.Refused() {
 		return m, nil
 	}
@@ -42,13 +42,13 @@ func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Sched
 }
 
 // fitsInPlan checks a valid member m against the other members of base and sets its queue-sort
-// conflict, as planMembers would with m in base (queueSortRefusals, with every other member as
+// conflict, as planMembers would with m in base (plan.QueueSortRefusals, with every other member as
 // planMembers sees it before its queue sort is decided). It tells false, and checks nothing,
 // when base refuses a member for a limit, m would make one member too many, or base's
 // configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
 // the whole plan says which members fit.
-func (v *Reviewer) fitsInPlan(base *SchedulerPlan, proc *plan.Process, m *Member, running map[string]*profile.Profile) bool {
-	members := make([]*Member, 0, len(base.Members)+1)
+func (v *Reviewer) fitsInPlan(base *plan.SchedulerPlan, proc *plan.Process, m *plan.Member, running map[string]*profile.Profile) bool {
+	members := make([]*plan.Member, 0, len(base.Members)+1)
 	others := 0
 	for _, o := range base.Members {
 		if o.Profile.Name == m.Profile.Name {
@@ -77,6 +77,6 @@ func (v *Reviewer) fitsInPlan(base *SchedulerPlan, proc *plan.Process, m *Member
 	if size > MaxConfigBytes {
 		return false
 	}
-	m.QueueSortConflict = queueSortRefusals(v.Cache(), append(members, m), running, proc.Run.FeatureGates)[m]
+	m.QueueSortConflict = plan.QueueSortRefusals(v.Cache(), append(members, m), running, proc.Run.FeatureGates)[m]
 	return true
 }

@@ -325,13 +325,6 @@ func (st rolloutState) next(o rolloutObservation) rolloutState {
 	return st
 }
 
-// deploymentAvailable tells whether every replica of the Deployment's current template is available.
-func deploymentAvailable(d *appsv1.Deployment) bool {
-	n := replicas(d.Spec.Replicas)
-	return d.Status.ObservedGeneration >= d.Generation &&
-		d.Status.UpdatedReplicas == n && d.Status.Replicas == n && d.Status.AvailableReplicas == n
-}
-
 // rolloutDeadline is the process's rolloutDeadlineSeconds, or the operator's default.
 func rolloutDeadline(proc *plan.Process, th RolloutThresholds) time.Duration {
 	if proc.Run.RolloutDeadlineSeconds > 0 {

@@ -161,7 +161,7 @@ func degradedMessage(s *schedulingv1alpha1.Scheduler, reason string) string {
 // schedulerObservation is what one pass over a Scheduler found and did.
 type schedulerObservation struct {
 	proc *plan.Process
-	plan *SchedulerPlan
+	plan *plan.SchedulerPlan
 	// invalid is the scheduler's message when the combined configuration would not start.
 	invalid string
 	// apiMissing names an API that the scheduler's feature gates need and the cluster lacks.
@@ -169,7 +169,7 @@ type schedulerObservation struct {
 	// skew is what the version skew policy says of the scheduler against the apiserver.
 	skew versionSkew
 	// secret is why the Secrets of the extenders cannot be used: missing, or refused.
-	secret secretRefusal
+	secret plan.SecretRefusal
 	// deployment is the live scheduler Deployment, if any.
 	deployment *appsv1.Deployment
 	// applied is set when every owned object was applied.
@@ -193,7 +193,7 @@ func (r *SchedulerReconciler) reconcile(ctx context.Context, s *schedulingv1alph
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
-	if obs.secret, err = r.ReadExtenderSecrets(ctx, obs.proc); err != nil || obs.secret.refused() {
+	if obs.secret, err = r.ReadExtenderSecrets(ctx, obs.proc); err != nil || obs.secret.Refused() {
 		return obs, err
 	}
 	if obs.plan, err = r.PlanScheduler(ctx, s, obs.proc, obs.deployment); err != nil {
@@ -260,8 +260,8 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 	causes := degradations{}
 	causes.add(obs.invalid != "", schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 		"the scheduler would refuse the combined configuration of the profiles, so it is not rolled out: "+obs.invalid)
-	causes.add(obs.secret.refused(), obs.secret.reason,
-		obs.secret.message+"; nothing is rolled out until "+obs.secret.until()+", and a running scheduler keeps its configuration")
+	causes.add(obs.secret.Refused(), obs.secret.Reason,
+		obs.secret.Message+"; nothing is rolled out until "+obs.secret.Until()+", and a running scheduler keeps its configuration")
 	causes.add(obs.apiMissing != "", schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
 	causes.add(obs.skew.refused != "", schedulingv1alpha1.ReasonVersionSkew, obs.skew.refused)
 	causes.add(obs.failure != "", schedulingv1alpha1.ReasonApplyFailed, "applying the scheduler's objects failed, retrying: "+obs.failure)
@@ -275,7 +275,7 @@ func setSchedulerStatus(s *schedulingv1alpha1.Scheduler, obs *schedulerObservati
 
 // servedProfiles are the members with an entry in the configuration, in the plan's profile-name
 // order.
-func servedProfiles(pl *SchedulerPlan) []schedulingv1alpha1.SchedulerMember {
+func servedProfiles(pl *plan.SchedulerPlan) []schedulingv1alpha1.SchedulerMember {
 	var out []schedulingv1alpha1.SchedulerMember
 	for _, m := range pl.Members {
 		if m.Entry != nil {

@@ -20,7 +20,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
@@ -80,7 +78,7 @@ type SchedulerProfileReconciler struct {
 // image, the image of kube-scheduler with this project's plugins. d answers which APIs and
 // which version the apiserver serves; nil skips those checks.
 func NewSchedulerProfileReconciler(c client.Client, d Discovery, recorder events.EventRecorder, namespace, image string) *SchedulerProfileReconciler {
-	return newSchedulerProfileReconciler(processObjects{client: c, APIs: plan.NewServedAPIs(d), Settings: plan.Settings{Namespace: namespace, Image: image}}, d, recorder)
+	return newSchedulerProfileReconciler(processObjects{client: c, Planner: plan.Planner{Reader: c, APIs: plan.NewServedAPIs(d), Settings: plan.Settings{Namespace: namespace, Image: image}}}, d, recorder)
 }
 
 // newSchedulerProfileReconciler returns the reconciler that SetupManager runs, with the operator's processObjects.
@@ -136,13 +134,13 @@ func (r *SchedulerProfileReconciler) otherProfiles(ctx context.Context, obj clie
 	if !ok {
 		return nil
 	}
-	reqs := r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerName: profile.SchedulerName(p)})
+	reqs := r.profileRequests(ctx, nil, client.MatchingFields{plan.IndexSchedulerName: profile.SchedulerName(p)})
 	return slices.DeleteFunc(reqs, func(req reconcile.Request) bool { return req.Name == p.Name })
 }
 
 // membersOf enqueues the profiles that name a Scheduler.
 func (r *SchedulerProfileReconciler) membersOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.profileRequests(ctx, nil, client.MatchingFields{indexSchedulerRef: obj.GetName()})
+	return r.profileRequests(ctx, nil, client.MatchingFields{plan.IndexSchedulerRef: obj.GetName()})
 }
 
 // profilesOfSchedulerPod enqueues the profile whose own scheduler a pod runs, or the members of
@@ -282,12 +280,12 @@ type observation struct {
 	// skew is what the version skew policy says of the scheduler against the apiserver.
 	skew versionSkew
 	// secret is why the Secrets of the extenders cannot be used: missing, or refused.
-	secret secretRefusal
+	secret plan.SecretRefusal
 	// queueSortConflict is upstream's message when a shared profile sorts the queue unlike the
 	// oldest profile of its Scheduler.
 	queueSortConflict string
 	// limit is set when a valid shared profile does not fit into its Scheduler.
-	limit LimitRefusal
+	limit plan.LimitRefusal
 	// notServed says which configuration a member's Scheduler runs when its replicas do not
 	// serve the member's own entry; "" when they do, and for a profile with its own scheduler.
 	notServed string
@@ -352,7 +350,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 	if err != nil {
 		return obs, err
 	}
-	if obs.conflictWith, obs.conflictServed = nameOwner(p, claimants, obs.schedulerName, served); obs.conflictWith != "" {
+	if obs.conflictWith, obs.conflictServed = plan.NameOwner(p, claimants, obs.schedulerName, served); obs.conflictWith != "" {
 		return obs, r.stopServing(ctx, proc, obs, served)
 	}
 	// Refused settings come before a missing Secret, as for a Scheduler: the Secret would not help.
@@ -360,7 +358,7 @@ func (r *SchedulerProfileReconciler) reconcile(ctx context.Context, p *schedulin
 		obs.invalid = errs.ToAggregate().Error()
 		return obs, nil
 	}
-	if obs.secret, err = r.ReadExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
+	if obs.secret, err = r.ReadExtenderSecrets(ctx, proc); err != nil || obs.secret.Refused() {
 		return obs, err
 	}
 	cfg, invalid, _ := r.CheckDedicated(p, proc)
@@ -407,23 +405,23 @@ func (r *SchedulerProfileReconciler) servedNameFor(ctx context.Context, p *sched
 		}
 		for name, profiles := range shared {
 			for _, n := range profiles {
-				index.add(name, n)
+				index.Add(name, n)
 			}
 		}
 	}
-	return servedNameOf(index, p.Name, asked), nil
+	return plan.ServedNameOf(index, p.Name, asked), nil
 }
 
-// claimantsOf are the profiles that nameOwner weighs for a scheduler name: those that ask for it
+// claimantsOf are the profiles that plan.NameOwner weighs for a scheduler name: those that ask for it
 // and those that serve it (served, which a rename keeps serving until its rollout).
-func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name string, served ServedNames) ([]schedulingv1alpha1.SchedulerProfile, error) {
+func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name string, served plan.ServedNames) ([]schedulingv1alpha1.SchedulerProfile, error) {
 	var list schedulingv1alpha1.SchedulerProfileList
-	if err := r.client.List(ctx, &list, client.MatchingFields{indexSchedulerName: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
+	if err := r.client.List(ctx, &list, client.MatchingFields{plan.IndexSchedulerName: name}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		return nil, fmt.Errorf("listing the SchedulerProfiles of scheduler name %s: %w", name, err)
 	}
 	for _, server := range served[name] {
-		if strings.HasPrefix(server, schedulerHolderPrefix) {
-			continue // a Scheduler's older revision: nameOwner counts it as the oldest
+		if strings.HasPrefix(server, plan.SchedulerHolderPrefix) {
+			continue // a Scheduler's older revision: plan.NameOwner counts it as the oldest
 		}
 		if slices.ContainsFunc(list.Items, func(p schedulingv1alpha1.SchedulerProfile) bool { return p.Name == server }) {
 			continue
@@ -431,7 +429,7 @@ func (r *SchedulerProfileReconciler) claimantsOf(ctx context.Context, name strin
 		p := schedulingv1alpha1.SchedulerProfile{}
 		if err := r.client.Get(ctx, client.ObjectKey{Name: server}, &p); err != nil {
 			if apierrors.IsNotFound(err) {
-				continue // gone, its pods not yet: nameOwner counts it as the oldest
+				continue // gone, its pods not yet: plan.NameOwner counts it as the oldest
 			}
 			return nil, fmt.Errorf("reading SchedulerProfile %s: %w", server, err)
 		}
@@ -477,7 +475,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 		obs.invalid = "Scheduler " + s.Name + ": " + errs.ToAggregate().Error()
 		return nil
 	}
-	if obs.secret, err = r.ReadExtenderSecrets(ctx, proc); err != nil || obs.secret.refused() {
+	if obs.secret, err = r.ReadExtenderSecrets(ctx, proc); err != nil || obs.secret.Refused() {
 		return err
 	}
 	pl, err := r.PlanScheduler(ctx, s, proc, obs.deployment)
@@ -518,7 +516,7 @@ func (r *SchedulerProfileReconciler) reconcileMember(ctx context.Context, p *sch
 	// Hand-over before release: the profile's own scheduler goes only once every replica of the
 	// Scheduler runs the configuration that contains the profile. An available replica of the
 	// old revision does not serve it, and a new revision that fails is rolled back.
-	if obs.applied && deploymentAvailable(obs.deployment) {
+	if obs.applied && plan.DeploymentAvailable(obs.deployment) {
 		return r.releaseOwnProcess(ctx, p, obs.schedulerName)
 	}
 	return nil
@@ -540,7 +538,7 @@ func (r *SchedulerProfileReconciler) memberNotServed(ctx context.Context, s *sch
 	if running[p.Name] == nil {
 		return fmt.Sprintf("Scheduler %s runs the configuration %s, which has no entry of this profile (see ConfigValid)", s.Name, configMap), nil
 	}
-	if !deploymentAvailable(d) && !meta.IsStatusConditionTrue(p.Status.Conditions, schedulingv1alpha1.ConditionAvailable) {
+	if !plan.DeploymentAvailable(d) && !meta.IsStatusConditionTrue(p.Status.Conditions, schedulingv1alpha1.ConditionAvailable) {
 		return fmt.Sprintf("Scheduler %s is rolling out the configuration %s, which has this profile's entry; its available replicas may run one without it", s.Name, configMap), nil
 	}
 	return "", nil
@@ -555,48 +553,14 @@ func (r *SchedulerProfileReconciler) releaseOwnProcess(ctx context.Context, p *s
 	if p.UID == "" {
 		key = ""
 	}
-	if _, done := r.Cache().releasedProcesses.get(key); done && key != "" {
+	if key != "" && r.Cache().Released(key) {
 		return nil
 	}
 	if err := r.removeProcess(ctx, plan.DedicatedProcess(p, schedulerName)); err != nil {
 		return err
 	}
 	if key != "" {
-		r.Cache().releasedProcesses.put(key, true)
+		r.Cache().MarkReleased(key)
 	}
 	return nil
-}
-
-// CheckDedicated renders and validates the configuration of a profile that runs its own
-// scheduler, for the reconciler and the admission webhook alike. invalid is the message for the
-// status, errs the same errors with their fields.
-func (r *processObjects) CheckDedicated(p *schedulingv1alpha1.SchedulerProfile, proc *plan.Process) (cfg *profile.Config, invalid string, errs field.ErrorList) {
-	// Render refuses the extenders' too, as one error; checked here they keep their fields.
-	if errs := proc.SettingsErrors(r.Settings); len(errs) > 0 {
-		return nil, errs.ToAggregate().Error(), errs
-	}
-	cfg, err := profile.Render(p, profile.Settings{Namespace: r.Settings.Namespace, CASecrets: proc.Secrets.WithCA})
-	if err != nil {
-		return nil, err.Error(), renderErrors(err)
-	}
-	if len(cfg.YAML) > MaxConfigBytes {
-		err := field.Invalid(field.NewPath("spec"), field.OmitValueType{}, fmt.Sprintf("the rendered configuration would be %d bytes, more than the %d a ConfigMap can hold with its metadata", len(cfg.YAML), MaxConfigBytes))
-		return nil, err.Error(), field.ErrorList{err}
-	}
-	if errs := r.ValidateDedicated(cfg, proc); len(errs) > 0 {
-		return nil, errs.ToAggregate().Error(), errs
-	}
-	return cfg, "", nil
-}
-
-// validateDedicatedOnce is profile.ValidateWithGates of a dedicated profile's configuration,
-// remembered by what it reads: the configuration, the gates and the path of the gates' field
-// (the registry is the binary's). A pass that meets the same configuration again (every node
-// change enqueues every profile, for advice) builds no scheduler.
-func (r *processObjects) ValidateDedicated(cfg *profile.Config, proc *plan.Process) field.ErrorList {
-	errs, _ := r.Cache().dedicatedChecks.do(keyOf("dedicated", cfg.YAML, proc.Run.FeatureGates, proc.GatesPath().String()), func() (field.ErrorList, error) {
-		r.Metrics.SchedulerBuilt(metrics.BuildDedicated)
-		return profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()), nil
-	})
-	return errs
 }

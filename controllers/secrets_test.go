@@ -169,8 +169,8 @@ func TestReadExtenderSecrets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if refusal.reason != tc.wantReason || refusal.message != tc.want {
-				t.Errorf("refusal %s %q, want %s %q", refusal.reason, refusal.message, tc.wantReason, tc.want)
+			if refusal.Reason != tc.wantReason || refusal.Message != tc.want {
+				t.Errorf("refusal %s %q, want %s %q", refusal.Reason, refusal.Message, tc.wantReason, tc.want)
 			}
 			if tc.want == "" && (len(proc.Secrets.Hash) != 10 || !cmp.Equal(sets.List(proc.Secrets.WithCA), tc.wantCA)) {
 				t.Errorf("hash %q and Secrets with a CA %v, want 10 characters and %v", proc.Secrets.Hash, sets.List(proc.Secrets.WithCA), tc.wantCA)
@@ -226,8 +226,8 @@ func TestSecretConsent(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := secretConsent(tc.secret, tc.proc.SecretUser()); got != tc.want {
-				t.Errorf("secretConsent = %q, want %q", got, tc.want)
+			if got := plan.SecretConsent(tc.secret, tc.proc.SecretUser()); got != tc.want {
+				t.Errorf("plan.SecretConsent = %q, want %q", got, tc.want)
 			}
 		})
 	}
@@ -242,8 +242,8 @@ func TestExtenderSecretsHash(t *testing.T) {
 		// HTTPS needs a CA or insecure, and insecure goes without one.
 		p.Spec.Extenders[0].TLSConfig.Insecure = ptr.To(len(data["ca.crt"]) == 0)
 		proc := dedicated(p)
-		if refusal, err := r.ReadExtenderSecrets(t.Context(), proc); err != nil || refusal.refused() {
-			t.Fatalf("reading the Secret: %v %s", err, refusal.message)
+		if refusal, err := r.ReadExtenderSecrets(t.Context(), proc); err != nil || refusal.Refused() {
+			t.Fatalf("reading the Secret: %v %s", err, refusal.Message)
 		}
 		return proc.Secrets.Hash
 	}
@@ -276,8 +276,8 @@ func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(obs.invalid, want) || obs.secret.refused() {
-		t.Errorf("profile: invalid %q, secret missing %q; want the key refused and no Secret reported", obs.invalid, obs.secret.message)
+	if !strings.Contains(obs.invalid, want) || obs.secret.Refused() {
+		t.Errorf("profile: invalid %q, secret missing %q; want the key refused and no Secret reported", obs.invalid, obs.secret.Message)
 	}
 
 	s := testutil.MakeScheduler("inline-key").Extender(extender).Obj()
@@ -286,7 +286,7 @@ func TestInlineKeyIsRefusedBeforeAMissingSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(sobs.invalid, want) || sobs.secret.refused() {
-		t.Errorf("Scheduler: invalid %q, secret missing %q; want the key refused and no Secret reported", sobs.invalid, sobs.secret.message)
+	if !strings.Contains(sobs.invalid, want) || sobs.secret.Refused() {
+		t.Errorf("Scheduler: invalid %q, secret missing %q; want the key refused and no Secret reported", sobs.invalid, sobs.secret.Message)
 	}
 }

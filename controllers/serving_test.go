@@ -35,7 +35,7 @@ func TestNameOwner(t *testing.T) {
 		name       string
 		p          string
 		all        []schedulingv1alpha1.SchedulerProfile
-		served     ServedNames
+		served     plan.ServedNames
 		wantOwner  string
 		wantServed bool
 	}{{
@@ -51,33 +51,33 @@ func TestNameOwner(t *testing.T) {
 		name:       "an older profile renames onto a name a younger one serves",
 		p:          "old",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served:     ServedNames{"n": {"young"}},
+		served:     plan.ServedNames{"n": {"young"}},
 		wantOwner:  "young",
 		wantServed: true,
 	}, {
 		name:   "the younger profile that serves it keeps it",
 		p:      "young",
 		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served: ServedNames{"n": {"young"}},
+		served: plan.ServedNames{"n": {"young"}},
 	}, {
 		name:       "a profile renamed away still serves the name until its rollout is done",
 		p:          "other",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("renamed", "m", 2), aged("other", "n", 1)},
-		served:     ServedNames{"n": {"renamed"}, "m": {"renamed"}},
+		served:     plan.ServedNames{"n": {"renamed"}, "m": {"renamed"}},
 		wantOwner:  "renamed",
 		wantServed: true,
 	}, {
 		name:       "a profile being deleted serves it until its pods are gone",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{deleting(aged("old", "n", 2)), aged("young", "n", 1)},
-		served:     ServedNames{"n": {"old"}},
+		served:     plan.ServedNames{"n": {"old"}},
 		wantOwner:  "old",
 		wantServed: true,
 	}, {
 		name:       "a deleted profile's pods still serve it",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("young", "n", 1)},
-		served:     ServedNames{"n": {"gone"}},
+		served:     plan.ServedNames{"n": {"gone"}},
 		wantOwner:  "gone",
 		wantServed: true,
 	}, {
@@ -88,22 +88,22 @@ func TestNameOwner(t *testing.T) {
 		name:       "two serve it (a cluster from before the rule): the younger yields",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served:     ServedNames{"n": {"old", "young"}},
+		served:     plan.ServedNames{"n": {"old", "young"}},
 		wantOwner:  "old",
 		wantServed: true,
 	}, {
 		name:   "two serve it: the older keeps it",
 		p:      "old",
 		all:    []schedulingv1alpha1.SchedulerProfile{aged("old", "n", 2), aged("young", "n", 1)},
-		served: ServedNames{"n": {"old", "young"}},
+		served: plan.ServedNames{"n": {"old", "young"}},
 	}, {
 		// Before a Scheduler held the names of its running revisions, a member that left freed
 		// its name while the old leader still served it.
 		name:       "a running revision of a Scheduler serves it for a member that left",
 		p:          "young",
 		all:        []schedulingv1alpha1.SchedulerProfile{aged("young", "n", 1)},
-		served:     ServedNames{"n": {schedulerHolder("shared")}},
-		wantOwner:  schedulerHolder("shared"),
+		served:     plan.ServedNames{"n": {plan.SchedulerHolder("shared")}},
+		wantOwner:  plan.SchedulerHolder("shared"),
 		wantServed: true,
 	}, {
 		name: "a member of that Scheduler may take it: one process, one leader",
@@ -113,7 +113,7 @@ func TestNameOwner(t *testing.T) {
 			m.Spec.SchedulerRef.Name = "shared"
 			return []schedulingv1alpha1.SchedulerProfile{m}
 		}(),
-		served: ServedNames{"n": {schedulerHolder("shared")}},
+		served: plan.ServedNames{"n": {plan.SchedulerHolder("shared")}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,7 +123,7 @@ func TestNameOwner(t *testing.T) {
 					p = &tc.all[i]
 				}
 			}
-			owner, served := nameOwner(p, tc.all, "n", tc.served)
+			owner, served := plan.NameOwner(p, tc.all, "n", tc.served)
 			if owner != tc.wantOwner || served != tc.wantServed {
 				t.Errorf("nameOwner = %q, %v; want %q, %v", owner, served, tc.wantOwner, tc.wantServed)
 			}
@@ -169,7 +169,7 @@ func TestServedNamesIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ServedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}, "sz": {schedulerHolder("shared")}}
+	want := plan.ServedNames{"a": {"a"}, "a-old": {"a"}, "sx": {"px"}, "sy": {"py"}, "sz": {plan.SchedulerHolder("shared")}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("served names (-want +got):\n%s", diff)
 	}
@@ -204,7 +204,7 @@ func TestServedNamesOfReadsOnlyItsName(t *testing.T) {
 		}
 		r := fakeObjects(objs...)
 		counting := &countingReads{Client: r.client}
-		r.client = counting
+		r.client, r.Reader = counting, counting
 		got, err := r.ServedNamesOf(context.Background(), []string{"p0"})
 		if err != nil {
 			t.Fatal(err)

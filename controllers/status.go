@@ -18,6 +18,7 @@ import (
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
@@ -65,13 +66,13 @@ func setConfigValidCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observ
 	switch {
 	case obs.conflictWith != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonSchedulerNameConflict,
-			nameConflictMessage(obs.schedulerName, obs.conflictWith, obs.conflictServed)+"; nothing is rolled out until it is free")
+			plan.NameConflictMessage(obs.schedulerName, obs.conflictWith, obs.conflictServed)+"; nothing is rolled out until it is free")
 	case obs.invalid != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonInvalidConfig,
 			"the scheduler would refuse this configuration, so it is not rolled out: "+obs.invalid)
-	case obs.secret.refused():
-		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, obs.secret.reason,
-			obs.secret.message+"; nothing is rolled out until "+obs.secret.until())
+	case obs.secret.Refused():
+		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, obs.secret.Reason,
+			obs.secret.Message+"; nothing is rolled out until "+obs.secret.Until())
 	case obs.apiMissing != "":
 		setCondition(p, schedulingv1alpha1.ConditionConfigValid, metav1.ConditionFalse, schedulingv1alpha1.ReasonRequiredAPIUnavailable, obs.apiMissing)
 	case obs.skew.refused != "":
@@ -107,10 +108,10 @@ func availability(d *appsv1.Deployment) (metav1.ConditionStatus, string, string)
 		return metav1.ConditionFalse, schedulingv1alpha1.ReasonNotRolledOut, "no valid configuration has been rolled out yet"
 	case d.Status.AvailableReplicas > 0:
 		return metav1.ConditionTrue, schedulingv1alpha1.ReasonMinimumReplicasAvailable,
-			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, replicas(d.Spec.Replicas))
+			fmt.Sprintf("%d of %d scheduler replicas are available", d.Status.AvailableReplicas, plan.Replicas(d.Spec.Replicas))
 	default:
 		return metav1.ConditionFalse, schedulingv1alpha1.ReasonNoReplicasAvailable,
-			fmt.Sprintf("0 of %d scheduler replicas are available", replicas(d.Spec.Replicas))
+			fmt.Sprintf("0 of %d scheduler replicas are available", plan.Replicas(d.Spec.Replicas))
 	}
 }
 
@@ -146,13 +147,13 @@ func progress(d *appsv1.Deployment, hash, configMap string) (metav1.ConditionSta
 	default:
 		return metav1.ConditionTrue, schedulingv1alpha1.ReasonRollingOut,
 			fmt.Sprintf("rolling out the configuration %s: %d of %d replicas updated, %d available",
-				configMap, d.Status.UpdatedReplicas, replicas(d.Spec.Replicas), d.Status.AvailableReplicas)
+				configMap, d.Status.UpdatedReplicas, plan.Replicas(d.Spec.Replicas), d.Status.AvailableReplicas)
 	}
 }
 
 // rolledOut tells whether every replica of the Deployment runs the configuration with hash.
 func rolledOut(d *appsv1.Deployment, hash string) bool {
-	return d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == hash && deploymentAvailable(d)
+	return d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationConfigHash] == hash && plan.DeploymentAvailable(d)
 }
 
 func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observation) {
@@ -160,8 +161,8 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 	causes := degradations{}
 	causes.add(d != nil && obs.invalid != "", schedulingv1alpha1.ReasonInvalidConfigNotRolledOut,
 		"the latest change is invalid (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	causes.add(d != nil && obs.secret.refused(), obs.secret.reason,
-		"a Secret of an extender is "+obs.secret.what()+" (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
+	causes.add(d != nil && obs.secret.Refused(), obs.secret.Reason,
+		"a Secret of an extender is "+obs.secret.What()+" (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
 	causes.add(obs.apiMissing != "", schedulingv1alpha1.ReasonRequiredAPIUnavailable,
 		"the scheduler's feature gates need an API the cluster does not serve (see ConfigValid); nothing is rolled out, and a running scheduler keeps its configuration")
 	causes.add(obs.skew.refused != "", schedulingv1alpha1.ReasonVersionSkew,
@@ -170,7 +171,7 @@ func setDegradedCondition(p *schedulingv1alpha1.SchedulerProfile, obs *observati
 		fmt.Sprintf("Scheduler %q is being deleted: it serves this profile only until its Deployment is gone; name another Scheduler, or none for a scheduler of its own", p.Spec.SchedulerRef.Name))
 	causes.add(d != nil && obs.queueSortConflict != "", schedulingv1alpha1.ReasonQueueSortConflict,
 		"the latest change conflicts with the queue sort of the Scheduler (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)
-	causes.add(obs.stoppedServing || (d != nil && obs.conflictWith != "" && replicas(d.Spec.Replicas) == 0), schedulingv1alpha1.ReasonSchedulerNameConflict,
+	causes.add(obs.stoppedServing || (d != nil && obs.conflictWith != "" && plan.Replicas(d.Spec.Replicas) == 0), schedulingv1alpha1.ReasonSchedulerNameConflict,
 		"another profile serves this schedulerName (see ConfigValid), so this profile's scheduler was scaled down: two schedulers never serve one name")
 	causes.add(d != nil && obs.conflictWith != "", schedulingv1alpha1.ReasonSchedulerNameConflict,
 		"the latest change conflicts with another profile (see ConfigValid); the scheduler keeps running the configuration "+p.Status.ConfigMapName)

@@ -155,7 +155,7 @@ func (r *processObjects) upgradeStepOf(ctx context.Context, proc *plan.Process) 
 	for i := range list.Items {
 		d := &list.Items[i]
 		members = append(members, waveMember{
-			name: d.Name, image: schedulerImageOf(d), leased: leased(d.Spec.Template.Annotations), available: deploymentAvailable(d),
+			name: d.Name, image: schedulerImageOf(d), leased: leased(d.Spec.Template.Annotations), available: plan.DeploymentAvailable(d),
 			moves:      moving[schedulingv1alpha1.LabelProfile][d.Labels[schedulingv1alpha1.LabelProfile]] || moving[schedulingv1alpha1.LabelScheduler][d.Labels[schedulingv1alpha1.LabelScheduler]],
 			heldChange: held[d.Labels[schedulingv1alpha1.LabelProfile]],
 			rolledBack: d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack],
@@ -404,7 +404,7 @@ func (r *processObjects) enqueueHeldOwners(ownerLabel string) handler.EventHandl
 func (r *processObjects) heldOwners(ctx context.Context, ownerLabel string) []reconcile.Request {
 	var list appsv1.DeploymentList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.Settings.Namespace), client.HasLabels{ownerLabel},
-		client.MatchingFields{indexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
+		client.MatchingFields{plan.IndexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
 		return nil
 	}

@@ -88,9 +88,9 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	// The reviews plan with the reconcilers' settings, through clients and a discovery of their
 	// own, and run no previews.
 	objects := base
-	objects.client, objects.APIs, objects.Previews = direct, plan.NewServedAPIs(apis), nil
+	objects.client, objects.Reader, objects.APIs, objects.Previews = direct, direct, plan.NewServedAPIs(apis), nil
 	cached := objects
-	cached.client = mgr.GetClient()
+	cached.client, cached.Reader = mgr.GetClient(), mgr.GetClient()
 	register := func() error {
 		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(webhooks.NewProfileValidator(&Reviewer{cached}, cached.client, direct)).Complete(); err != nil {
 			return fmt.Errorf("setting up the SchedulerProfile webhook: %w", err)

@@ -1,3 +1,8 @@
+// Package assignment is namespace assignment's room: the reconciler that keeps the operator's
+// admission policies (they assign a labelled namespace's pods to the scheduler name it asks for,
+// project the node restrictions of a served name onto its pods and refuse a pod a profile's
+// access does not admit), their pure builders, and the finder of the pods stranded on a name
+// nobody serves.
 package assignment
 
 import (

@@ -87,7 +87,7 @@ func NewStrandedPods(profiles client.Reader, pods client.Client, recorder events
 		wake: make(chan struct{}, 1), changed: make(chan event.GenericEvent, 16), counts: map[string]int32{}, since: map[types.UID]time.Time{}}
 }
 
-// NeedLeaderElection: only the leader records, counts and deletes.
+// NeedLeaderElection is true: only the leader records, counts and deletes.
 func (s *StrandedPods) NeedLeaderElection() bool { return true }
 
 // Poke asks for a pass soon.

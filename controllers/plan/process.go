@@ -56,10 +56,17 @@ type ObjectNames struct {
 	bindingID string
 }
 
-func (n ObjectNames) Deployment() string           { return n.base + n.sep + "scheduler" }
-func (n ObjectNames) ServiceAccount() string       { return n.base + n.sep + "scheduler" }
+// Deployment names the scheduler Deployment.
+func (n ObjectNames) Deployment() string { return n.base + n.sep + "scheduler" }
+
+// ServiceAccount names the scheduler's ServiceAccount.
+func (n ObjectNames) ServiceAccount() string { return n.base + n.sep + "scheduler" }
+
+// ConfigMap names the ConfigMap of the configuration whose hash is hash.
 func (n ObjectNames) ConfigMap(hash string) string { return n.base + n.sep + "config-" + hash }
-func (n ObjectNames) LeaseRole() string            { return n.base + n.sep + "scheduler-lease" }
+
+// LeaseRole names the Role that grants the scheduler its lease.
+func (n ObjectNames) LeaseRole() string { return n.base + n.sep + "scheduler-lease" }
 
 // Service names the metrics Service. A Service name is a DNS-1035 label: no "." and a letter
 // first, while a profile's or Scheduler's name may start with a digit. A Scheduler's is
@@ -69,10 +76,14 @@ func (n ObjectNames) Service() string {
 	return "metrics-" + n.base + strings.ReplaceAll(n.sep, ".", "--") + "scheduler"
 }
 
+// ClusterRoleBinding names the binding of the scheduler's ServiceAccount to the bootstrap
+// ClusterRole role (without its "system:").
 func (n ObjectNames) ClusterRoleBinding(role string) string {
 	return "scheduler-profile-operator:" + n.bindingID + ":" + role
 }
 
+// AuthReaderBinding names the RoleBinding that lets the scheduler read the authentication
+// ConfigMap of kube-system.
 func (n ObjectNames) AuthReaderBinding() string {
 	return "scheduler-profile-operator:" + n.bindingID + ":authentication-reader"
 }

@@ -1,9 +1,8 @@
-package controllers
+package plan
 
 import (
 	"slices"
 
-	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -17,7 +16,7 @@ import (
 // change is its entry's: the preview compares its running entry with its latest one, each
 // rendered as a process of its own with the Scheduler's settings, on the pods of its scheduler
 // name. Without a previewer (the admission webhook's plans) nothing is previewed or held.
-func (r *processObjects) GatePreviews(s *schedulingv1alpha1.Scheduler, proc *plan.Process, members []*Member, running map[string]*profile.Profile) {
+func (r *Planner) GatePreviews(s *schedulingv1alpha1.Scheduler, proc *Process, members []*Member, running map[string]*profile.Profile) {
 	if r.Previews == nil {
 		return
 	}
@@ -38,7 +37,7 @@ func (r *processObjects) GatePreviews(s *schedulingv1alpha1.Scheduler, proc *pla
 
 // MemberPreview is the preview of a member's change from its running entry (nil when it runs
 // none) to its latest; changed is false when the two render alike.
-func (r *processObjects) MemberPreview(s *schedulingv1alpha1.Scheduler, proc *plan.Process, m *Member, running *profile.Profile) (preview.Request, bool) {
+func (r *Planner) MemberPreview(s *schedulingv1alpha1.Scheduler, proc *Process, m *Member, running *profile.Profile) (preview.Request, bool) {
 	settings := proc.ConfigProcess(r.Settings)
 	next, err := profile.RenderProcess(settings, []profile.Profile{*m.Latest})
 	if err != nil {

@@ -1,4 +1,4 @@
-package controllers
+package plan
 
 import (
 	"errors"
@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -30,16 +29,16 @@ func TestPlanFingerprint(t *testing.T) {
 		a.Generation, b.Generation = 1, 1
 		return []schedulingv1alpha1.SchedulerProfile{*a, *b}
 	}
-	st := plan.Settings{Namespace: "ns"}
-	fingerprint := func(s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, st plan.Settings) string {
-		return planFingerprint(s, plan.SharedProcess(s), st, all, "abc", nil, ServedNames{}, nil)
+	st := Settings{Namespace: "ns"}
+	fingerprint := func(s *schedulingv1alpha1.Scheduler, all []schedulingv1alpha1.SchedulerProfile, st Settings) string {
+		return planFingerprint(s, SharedProcess(s), st, all, "abc", nil, ServedNames{}, nil)
 	}
 	base := fingerprint(s, profiles(), st)
 	for _, tc := range []struct {
 		name string
 		s    *schedulingv1alpha1.Scheduler
 		all  func([]schedulingv1alpha1.SchedulerProfile) []schedulingv1alpha1.SchedulerProfile
-		st   plan.Settings
+		st   Settings
 		same bool
 	}{
 		{name: "listed in another order", same: true, all: func(p []schedulingv1alpha1.SchedulerProfile) []schedulingv1alpha1.SchedulerProfile {
@@ -63,7 +62,7 @@ func TestPlanFingerprint(t *testing.T) {
 			s.Spec.FeatureGates = map[string]bool{"GenericWorkload": true}
 			return s
 		}()},
-		{name: "the member limit", st: plan.Settings{Namespace: "ns", MaxMembers: 3}},
+		{name: "the member limit", st: Settings{Namespace: "ns", MaxMembers: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, all, set := s, profiles(), st
@@ -154,10 +153,10 @@ func TestConfigMapParsedOnce(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "batch.config-" + cfg.Hash, Namespace: "ns", UID: types.UID("uid-parsed-once")},
-		Data:       map[string]string{plan.ConfigFileKey: string(cfg.YAML)},
+		Data:       map[string]string{ConfigFileKey: string(cfg.YAML)},
 	}
-	ms := newMemos()
-	names := configSchedulerNames(ms, cm)
+	ms := NewMemos()
+	names := ConfigSchedulerNames(ms, cm)
 	slices.Sort(names)
 	if diff := cmp.Diff([]string{"a", "b"}, names); diff != "" {
 		t.Errorf("Indexed scheduler names (-want +got):\n%s", diff)
@@ -166,7 +165,7 @@ func TestConfigMapParsedOnce(t *testing.T) {
 	if !ok {
 		t.Fatalf("The index's parse of ConfigMap %s is not remembered for the passes", cm.Name)
 	}
-	got, err := ms.profilesIn(cm)
+	got, err := ms.ProfilesIn(cm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,8 @@
-package controllers
+package plan
 
 import (
 	"testing"
 
-	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -16,7 +15,7 @@ import (
 // and never the other members; an unchanged member or one in Off mode is not previewed.
 func TestGatePreviews(t *testing.T) {
 	s := testutil.MakeScheduler("shared").Obj()
-	proc := plan.SharedProcess(s)
+	proc := SharedProcess(s)
 	entryOf := func(p *schedulingv1alpha1.SchedulerProfile) *profile.Profile {
 		e, err := profile.RenderProfile(p)
 		if err != nil {
@@ -26,7 +25,7 @@ func TestGatePreviews(t *testing.T) {
 	}
 	// runningOf is the entry of p as the reconcilers read it back from a running ConfigMap.
 	runningOf := func(p *schedulingv1alpha1.SchedulerProfile) *profile.Profile {
-		cfg, err := profile.RenderProcess(proc.ConfigProcess(plan.Settings{Namespace: "ns"}), []profile.Profile{*entryOf(p)})
+		cfg, err := profile.RenderProcess(proc.ConfigProcess(Settings{Namespace: "ns"}), []profile.Profile{*entryOf(p)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +66,7 @@ func TestGatePreviews(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &processObjects{Settings: plan.Settings{Namespace: "ns"}, Previews: preview.New(nil, PreviewOptions{})}
+			r := &Planner{Settings: Settings{Namespace: "ns"}, Previews: preview.New(nil, preview.Options{})}
 			p, running := changed(tc.name)
 			p.Spec.Rollout.Preview.Mode = tc.mode
 			if tc.unchanged {

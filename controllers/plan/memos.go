@@ -1,4 +1,4 @@
-package controllers
+package plan
 
 import (
 	"cmp"
@@ -12,11 +12,12 @@ import (
 	"strconv"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
 	"github.com/schedops/scheduler-profile-operator/controllers/metrics"
-	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/advice"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -148,7 +149,8 @@ type Memos struct {
 	adviceProfiles *memo[*advice.Profile]
 }
 
-func newMemos() *Memos {
+// NewMemos returns the operator's memos, empty, with their bounds.
+func NewMemos() *Memos {
 	return &Memos{
 		memberChecks:      newMemo[memberCheck](8192),
 		queueSorts:        newMemo[string](8192),
@@ -166,7 +168,7 @@ func newMemos() *Memos {
 
 // Cache returns r's memos, or memos that remember nothing when r has none (tests of parts that
 // do not look at them).
-func (r *processObjects) Cache() *Memos {
+func (r *Planner) Cache() *Memos {
 	if r.Memos != nil {
 		return r.Memos
 	}
@@ -193,14 +195,14 @@ func writeJSON(h hash.Hash, v any) {
 	h.Write([]byte{0})
 }
 
-// processKey is the part of a member check's key that the process gives: what it renders around
+// ProcessKey is the part of a member check's key that the process gives: what it renders around
 // the member and the gates it validates with.
-func processKey(proc *plan.Process, s plan.Settings) string {
+func ProcessKey(proc *Process, s Settings) string {
 	return keyOf(proc.ConfigProcess(s), proc.Run.FeatureGates, proc.GatesPath().String())
 }
 
 // ValidateProcess is profile.ValidateProcess, remembered by configuration and gates.
-func (r *processObjects) ValidateProcess(cfg *profile.Config, gates map[string]bool) error {
+func (r *Planner) ValidateProcess(cfg *profile.Config, gates map[string]bool) error {
 	msg, _ := r.Cache().processChecks.do(keyOf(cfg.Hash, string(cfg.YAML), gates), func() (string, error) {
 		r.Metrics.SchedulerBuilt(metrics.BuildCombined)
 		if err := profile.ValidateProcess(cfg.YAML, gates); err != nil {
@@ -215,7 +217,7 @@ func (r *processObjects) ValidateProcess(cfg *profile.Config, gates map[string]b
 }
 
 // CanonicalQueueSort is profile.CanonicalQueueSort, remembered by the entry and the gates.
-func (r *processObjects) CanonicalQueueSort(p profile.Profile, gates map[string]bool) profile.Profile {
+func (r *Planner) CanonicalQueueSort(p profile.Profile, gates map[string]bool) profile.Profile {
 	key := p.Fingerprint()
 	if key == "" {
 		return profile.CanonicalQueueSort(p, gates)
@@ -246,11 +248,11 @@ func (ms *Memos) queueSortConflict(first, p profile.Profile, gates map[string]bo
 // does not change the fingerprint. Every pass of a Scheduler and of each of its members computes
 // it, so it is written into one buffer and hashed once, without a JSON encoding or a formatted
 // string per profile.
-func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *plan.Process, st plan.Settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served ServedNames, leaving map[string]bool) string {
+func planFingerprint(s *schedulingv1alpha1.Scheduler, proc *Process, st Settings, all []schedulingv1alpha1.SchedulerProfile, runningConfig string, running map[string]*profile.Profile, served ServedNames, leaving map[string]bool) string {
 	b := make([]byte, 0, 256+96*len(all)+48*len(s.Status.Profiles))
 	str := func(v string) { b = append(append(b, v...), 0) }
 	str(s.Name)
-	str(processKey(proc, st))
+	str(ProcessKey(proc, st))
 	b = strconv.AppendInt(b, int64(st.MemberLimit()), 10)
 	str("")
 	str(runningConfig)
@@ -305,4 +307,32 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Released tells whether the own scheduler of the member that key names (its UID and
+// generation) was removed already.
+func (ms *Memos) Released(key string) bool {
+	_, done := ms.releasedProcesses.get(key)
+	return done
+}
+
+// MarkReleased remembers that the own scheduler of the member that key names was removed.
+func (ms *Memos) MarkReleased(key string) { ms.releasedProcesses.put(key, true) }
+
+// ConfigSchedulerNames are the scheduler names of the configuration a ConfigMap holds (the cache
+// holds only the operator's); none for a ConfigMap without one or one that does not parse.
+func ConfigSchedulerNames(ms *Memos, obj client.Object) []string {
+	cm := obj.(*corev1.ConfigMap)
+	if _, ok := cm.Data[ConfigFileKey]; !ok {
+		return nil
+	}
+	profiles, err := ms.ProfilesIn(cm)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(profiles))
+	for n := range profiles {
+		names = append(names, n)
+	}
+	return names
 }

@@ -238,6 +238,20 @@ $(K8SBIN)/kwok: hack/tools/kwok/go.mod hack/tools/kwok/go.sum
 $(K8SBIN)/karpenter: hack/tools/karpenter/go.mod hack/tools/karpenter/go.sum
 	cd hack/tools/karpenter && go build -ldflags '-s -w' -o $@ sigs.k8s.io/karpenter/kwok
 
+# OLM v0's two operators (olm, catalog) and opm (test-olm) pin Kubernetes and dependency versions of
+# their own, so they are built from their own tools module, which pins the releases, in one go build
+# (the packages they share compiled once). opm's tags are those of its own build: without
+# containers_image_openpgp it needs the gpgme C library (this build has no cgo; a file-based catalog
+# needs no SQLite either).
+OLM_TOOLS := $(K8SBIN)/olm $(K8SBIN)/catalog $(K8SBIN)/opm
+OLM_MODULE := github.com/operator-framework/operator-lifecycle-manager
+.PHONY: olm-tools
+olm-tools: $(OLM_TOOLS) ## Build OLM's olm and catalog operators and opm into bin/k8s (from hack/tools/olm).
+
+$(OLM_TOOLS) &: hack/tools/olm/go.mod hack/tools/olm/go.sum
+	cd hack/tools/olm && go build -tags json1,containers_image_openpgp -ldflags '-s -w' -o $(K8SBIN)/ \
+		$(OLM_MODULE)/cmd/olm $(OLM_MODULE)/cmd/catalog github.com/operator-framework/operator-registry/cmd/opm
+
 # Helm reports its release (helm version) only when the build sets it, as Helm's own Makefile does.
 .PHONY: helm
 helm: $(HELM) ## Build helm into bin/ (from hack/tools/helm).
@@ -253,7 +267,7 @@ $(CONTROLLER_GEN):
 ##@ Test
 
 # The tiers of make test, in the order they run.
-TEST_TIERS := test-unit test-html test-example test-integration test-e2e test-autoscaler test-example-e2e test-bundle test-monitoring test-node
+TEST_TIERS := test-unit test-html test-example test-integration test-e2e test-autoscaler test-olm test-example-e2e test-bundle test-monitoring test-node
 
 # Tiers run one after another by hack/test-tiers.sh, which prints each one's time at the end; the
 # first that fails stops make test (make -k runs the rest too) and fails it.
@@ -397,6 +411,14 @@ test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provi
 	KARPENTER=$(K8SBIN)/karpenter KARPENTER_CRDS="$$karpenter/kwok/charts/crds:$$karpenter/kwok/apis/crds" \
 	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/autoscaler/... -count=1 -v -timeout 15m
 
+# OLM's CRDs are read from its module in the Go module cache, at the version that hack/tools/olm
+# pins; the catalog is make catalog's, of bundle/.
+.PHONY: test-olm
+test-olm: k8s-binaries build $(OLM_TOOLS) catalog ## The real OLM (v0) beside the local simulated cluster: the catalog served by opm, a Subscription, the CSV Succeeded, the operator as OLM's pod with OLM's webhook configuration and certificate, the uninstall.
+	olm="$$(cd hack/tools/olm && go mod download $(OLM_MODULE) && go list -m -f '{{.Dir}}' $(OLM_MODULE))"; \
+	OLM_CRDS="$$olm/deploy/chart/crds" OLM_CATALOG=$(CATALOG) \
+	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/olm/... -count=1 -v -timeout 15m
+
 # The real-node tier needs root and Debian's packages of make test-deps: without them, it says so
 # and passes before building anything.
 NODE_TEST_ENV = IMG=$(IMG) IMAGE_TAR=$(IMAGE_TAR) IMAGE_TOOL=$(IMAGE_TOOL) PAUSE_IMAGE_TAR=$(PAUSE_IMAGE_TAR) PAUSE_IMAGE=$(PAUSE_IMAGE) \
@@ -448,6 +470,15 @@ bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Docke
 	$(call kustomize-build,config/manifests,$(BUNDLE_OPERATOR_IMG)) | go run ./hack/bundle --version $(VERSION) \
 		--channels $(CHANNELS) --default-channel $(DEFAULT_CHANNEL) --bundle-dir bundle --dockerfile bundle.Dockerfile
 
+# The file-based catalog of the bundle (hack/catalog): the package, its channels and the bundle
+# with its manifests inline, which OLM installs from a CatalogSource with no bundle image. CATALOG
+# is its file; its directory is what `opm serve` serves. It is made from bundle/ as it is (make
+# bundle writes it, make verify keeps it current); make release writes one beside install.yaml.
+CATALOG ?= $(LOCALBIN)/olm-catalog/scheduler-profile-operator/catalog.json
+.PHONY: catalog
+catalog: ## Generate the file-based OLM catalog of bundle/ into CATALOG (bin/olm-catalog/scheduler-profile-operator/catalog.json).
+	go run ./hack/catalog --bundle-dir bundle --out $(CATALOG)
+
 # The Helm chart: config/default as kustomize builds it, made into templates by hack/chart (the
 # namespace is the release's; image, replicas, resources, the webhook and the flags are values),
 # for VERSION and the release image of VERSION, as make bundle names it. make release packages it
@@ -498,23 +529,25 @@ $(PAUSE_IMAGE_TAR): hack/tools/image/pause/main.go $(IMAGE_TOOL)
 # so that loading it (kind load image-archive, ctr images import) keeps its manifest digest;
 # install.yaml, config/default built as make deploy builds it, with the image IMG@<that digest>
 # (RELATED_IMAGE_SCHEDULER follows it); the OLM bundle of config/manifests pinned the same, as a
-# tarball; the Helm chart of make chart with that image as its default, packaged by helm;
-# SHA256SUMS. hack/release seal fails unless every image they name (the chart's as helm template
-# renders it) is that one. Without IMG on the command line, the release names the release image of
-# VERSION, as make bundle does.
+# tarball, and its file-based catalog (hack/catalog); the Helm chart of make chart with that image
+# as its default, packaged by helm; SHA256SUMS. hack/release seal fails unless every image they
+# name (the chart's as helm template renders it) is that one. Without IMG on the command line, the
+# release names the release image of VERSION, as make bundle does.
 DIST ?= dist
 RELEASE_IMG = $(BUNDLE_OPERATOR_IMG)
 RELEASE_IMAGE_TAR := scheduler-profile-operator-image.tar
 RELEASE_BUNDLE := scheduler-profile-operator-bundle
+RELEASE_CATALOG := scheduler-profile-operator-catalog.json
 
 .PHONY: release
-release: $(KUSTOMIZE) $(IMAGE_TAR) $(HELM) ## Write the release of VERSION and IMG (default: the release image of VERSION) into DIST (dist/): install.yaml, the OLM bundle and the Helm chart with the image pinned by digest, the image tarball, SHA256SUMS.
+release: $(KUSTOMIZE) $(IMAGE_TAR) $(HELM) ## Write the release of VERSION and IMG (default: the release image of VERSION) into DIST (dist/): install.yaml, the OLM bundle and its catalog and the Helm chart with the image pinned by digest, the image tarball, SHA256SUMS.
 	rm -rf $(DIST) && mkdir -p $(DIST)
 	chart="$$(mktemp -d $(LOCALBIN)/chart.XXXXXX)"; trap 'rm -rf "$$chart"' EXIT; \
 	ref="$$(go run ./hack/release image --from $(IMAGE_TAR) --tag $(RELEASE_IMG) --out $(DIST)/$(RELEASE_IMAGE_TAR))"; \
 	($(call kustomize-build,config/default,$$ref)) > $(DIST)/install.yaml; \
 	($(call kustomize-build,config/manifests,$$ref)) | go run ./hack/bundle --version $(VERSION) --channels $(CHANNELS) \
 		--default-channel $(DEFAULT_CHANNEL) --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --dockerfile $(DIST)/$(RELEASE_BUNDLE)/bundle.Dockerfile; \
+	go run ./hack/catalog --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --out $(DIST)/$(RELEASE_CATALOG); \
 	$(KUSTOMIZE) build config/default | $(CHART) --image "$$ref" --out "$$chart/$(notdir $(CHART_DIR))"; \
 	$(HELM) package "$$chart/$(notdir $(CHART_DIR))" --destination $(DIST) >/dev/null; \
 	$(HELM) template $(notdir $(CHART_DIR)) $(DIST)/$(notdir $(CHART_DIR))-$(VERSION).tgz > "$$chart/rendered.yaml"; \

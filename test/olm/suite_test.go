@@ -1,0 +1,139 @@
+// Package olm installs the operator with the real OLM (v0): its olm and catalog operators and
+// opm, built from hack/tools/olm, run as processes beside the local simulated cluster
+// (internal/localcluster); opm serves the file-based catalog of make catalog (hack/catalog) to a
+// CatalogSource by spec.address, so no catalog or bundle image is pulled; an OperatorGroup and a
+// Subscription in a namespace of the test install the bundle as a user would. The tests assert
+// against OLM's own objects (CatalogSource, InstallPlan, CSV, Subscription), and every failure
+// prints what OLM said.
+//
+// kwok only pretends to run the Deployment OLM makes, so, once the CSV has Succeeded, the suite
+// runs bin/manager as that Deployment's pod: with its arguments and environment, as its
+// ServiceAccount (a token of the account OLM created, so OLM's Roles and ClusterRoles are what it
+// may do), with the serving certificate of the Secret OLM made for the webhook. The local cluster
+// has no Service network, so the webhook Service OLM made is turned into an ExternalName of
+// localhost: the apiserver then calls OLM's webhook configurations, with OLM's CA, at
+// localhost:443, where the manager serves (so the webhook steps need root, or the capability to
+// bind port 443; without it they are skipped and say so).
+//
+// The tier needs bin/k8s/olm, bin/k8s/catalog and bin/k8s/opm, OLM's CRDs from its module
+// (OLM_CRDS) and the catalog (OLM_CATALOG); make test-olm builds and sets them all.
+package olm
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
+	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+)
+
+var (
+	// k8s is an admin client of the local cluster that knows OLM's kinds.
+	k8s client.Client
+	// cluster is the local cluster.
+	cluster *localcluster.Cluster
+	// paths are the repository's and the binaries'.
+	paths operatorenv.Paths
+	// olm is OLM: its two operators and opm.
+	olm *olmProcesses
+	// workDir holds the cluster's files and every process's log; it is removed when every test
+	// passed, and kept for a look otherwise.
+	workDir string
+)
+
+// newScheme is the operator's scheme with CRDs and OLM's kinds.
+func newScheme() *runtime.Scheme {
+	s := operatorenv.NewScheme()
+	utilruntime.Must(operatorsv1alpha1.AddToScheme(s))
+	utilruntime.Must(operatorsv1.AddToScheme(s))
+	return s
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+// runSuite sets the cluster and OLM up, runs the tests and stops both.
+func runSuite(m *testing.M) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := setUp(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "olm set-up failed: %v\n", err)
+		tearDown()
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	tearDown()
+	if code == 0 {
+		_ = os.RemoveAll(workDir)
+	} else {
+		fmt.Fprintf(os.Stderr, "the logs of the cluster, OLM and the operator are in %s\n", workDir)
+	}
+	return code
+}
+
+// setUp starts the local cluster with one fake node, installs OLM's CRDs and starts OLM.
+func setUp(ctx context.Context) error {
+	var err error
+	if paths, err = operatorenv.FindPaths(); err != nil {
+		return err
+	}
+	bins, err := findOLM(paths.BinDir)
+	if err != nil {
+		return err
+	}
+	if workDir, err = os.MkdirTemp("", "spo-olm-"); err != nil {
+		return err
+	}
+	start := time.Now()
+	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster")})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("local cluster started in %s (%s)\n", time.Since(start).Round(time.Millisecond), workDir)
+	cfg, err := cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	if k8s, err = client.New(cfg, client.Options{Scheme: newScheme()}); err != nil {
+		return err
+	}
+	// The node of OLM's operator Deployment and of the profiles' schedulers.
+	node := localcluster.FakeNode("node", nil, corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	})
+	if err := cluster.CreateNodes(ctx, []*corev1.Node{node}); err != nil {
+		return err
+	}
+	start = time.Now()
+	if olm, err = startOLM(ctx, bins, cluster.Kubeconfig(), workDir); err != nil {
+		return err
+	}
+	fmt.Printf("OLM started and its catalog READY in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// tearDown stops OLM and the cluster, whichever were started.
+func tearDown() {
+	if olm != nil {
+		olm.stop()
+	}
+	if cluster != nil {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the local cluster: %v\n", err)
+		}
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -37,11 +39,17 @@ var testSettings = plan.Settings{Namespace: "ops", Image: "example.com/spo:v1"}
 // holding objs.
 func fakeObjects(objs ...client.Object) processObjects {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...)
-	for _, i := range fieldIndexes(testSettings.Image, nil) {
-		b = b.WithIndex(i.obj, i.field, i.extract)
+	for _, i := range plan.FieldIndexes(heldBy(testSettings.Image), nil) {
+		b = b.WithIndex(i.Obj, i.Field, i.Extract)
 	}
 	c := b.Build()
 	return processObjects{client: c, Planner: plan.Planner{Reader: c, Settings: testSettings}}
+}
+
+// createdAt sets a stored object's creation time, which decides name and queue-sort conflicts.
+func createdAt[T client.Object](obj T, minutesAgo int) T {
+	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-time.Duration(minutesAgo) * time.Minute)))
+	return obj
 }
 
 // dedicated is the scheduler process of a profile that runs its own scheduler.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -152,8 +153,8 @@ func TestLeaseReconcilerLeaseGone(t *testing.T) {
 // through funcs.
 func fakeIndexedClient(funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithInterceptorFuncs(funcs)
-	for _, i := range fieldIndexes(testSettings.Image, nil) {
-		b = b.WithIndex(i.obj, i.field, i.extract)
+	for _, i := range plan.FieldIndexes(heldBy(testSettings.Image), nil) {
+		b = b.WithIndex(i.Obj, i.Field, i.Extract)
 	}
 	return b.Build()
 }

@@ -156,7 +156,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if o.Webhook != nil {
-		return setupWebhook(mgr, o, objects)
+		return setupWebhook(mgr, o, objects.Planner)
 	}
 	return nil
 }

@@ -97,9 +97,7 @@ const testSecretUsers = "p, Scheduler/s"
 // tlsSecret is a Secret of the operator's namespace with data that consents to extender use by
 // testSecretUsers.
 func tlsSecret(name string, data map[string][]byte) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: name,
-		Labels:      map[string]string{schedulingv1alpha1.LabelExtenderTLS: "true"},
-		Annotations: map[string]string{schedulingv1alpha1.AnnotationExtenderTLSFor: testSecretUsers}}, Data: data}
+	return testutil.ExtenderTLSSecret(testSettings.Namespace, name, testSecretUsers, data)
 }
 
 // Two client key pairs, made once: generating RSA keys is slow.
@@ -108,17 +106,9 @@ var (
 	cert2, key2 = testutil.KeyPair("client-2")
 )
 
-func pairData(cert, key []byte, more ...string) map[string][]byte {
-	data := map[string][]byte{"tls.crt": cert, "tls.key": key}
-	for i := 0; i+1 < len(more); i += 2 {
-		data[more[i]] = []byte(more[i+1])
-	}
-	return data
-}
-
 func TestReadExtenderSecrets(t *testing.T) {
-	full := pairData(cert1, key1)
-	withCA := pairData(cert2, key2, "ca.crt", string(cert2))
+	full := testutil.PairData(cert1, key1)
+	withCA := testutil.PairData(cert2, key2, "ca.crt", string(cert2))
 	unlabelled := tlsSecret("b", full)
 	unlabelled.Labels = nil
 	forOthers := tlsSecret("b", full)
@@ -144,9 +134,9 @@ func TestReadExtenderSecrets(t *testing.T) {
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "p" in its annotation scheduling.schedops.io/extender-tls-for`},
 		{name: "a Secret that consents to others", secrets: []*corev1.Secret{tlsSecret("a", withCA), forOthers},
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `, does not consent to p: its annotation scheduling.schedops.io/extender-tls-for does not list "p"; the Secret's owner adds it there to consent`},
-		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key2, "ca.crt", string(cert2)))},
+		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", testutil.PairData(cert1, key2, "ca.crt", string(cert2)))},
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`},
-		{name: "a CA that is no certificate", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", pairData(cert1, key1, "ca.crt", "ca"))},
+		{name: "a CA that is no certificate", secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", testutil.PairData(cert1, key1, "ca.crt", "ca"))},
 			wantReason: "SecretInvalid", want: `Secret ops/b, ` + named + `: ca.crt holds no PEM certificate`},
 		{name: "insecure with a CA", insecure: true, secrets: []*corev1.Secret{tlsSecret("a", withCA), tlsSecret("b", withCA)},
 			wantReason: "SecretInvalid", want: `Secret ops/a, named in spec.extenders[0].tlsConfig.secretRef, has ca.crt and the extender sets insecure: true: the scheduler's TLS client refuses a CA with insecure; remove insecure, or ca.crt from the Secret`},
@@ -247,16 +237,16 @@ func TestExtenderSecretsHash(t *testing.T) {
 		}
 		return proc.Secrets.Hash
 	}
-	base := hashOf(pairData(cert1, key1))
+	base := hashOf(testutil.PairData(cert1, key1))
 	for name, data := range map[string]map[string][]byte{
-		"new pair": pairData(cert2, key2),
-		"CA added": pairData(cert1, key1, "ca.crt", string(cert2)),
+		"new pair": testutil.PairData(cert2, key2),
+		"CA added": testutil.PairData(cert1, key1, "ca.crt", string(cert2)),
 	} {
 		if hashOf(data) == base {
 			t.Errorf("%s: the hash stayed %s", name, base)
 		}
 	}
-	if got := hashOf(pairData(cert1, key1, "note", "x")); got != base {
+	if got := hashOf(testutil.PairData(cert1, key1, "note", "x")); got != base {
 		t.Errorf("a key the scheduler does not read changed the hash: %s, want %s", got, base)
 	}
 }

@@ -46,7 +46,7 @@ func enqueueWaitingForNames(c client.Reader, request func(*schedulingv1alpha1.Sc
 			return nil
 		}
 		var list schedulingv1alpha1.SchedulerProfileList
-		if err := c.List(ctx, &list, client.MatchingFields{plan.IndexWaitingForName: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
+		if err := c.List(ctx, &list, client.MatchingFields{plan.IndexWaitingForName: plan.IndexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 			log.FromContext(ctx).Error(err, "Listing SchedulerProfiles")
 			return nil
 		}

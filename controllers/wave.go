@@ -404,7 +404,7 @@ func (r *processObjects) enqueueHeldOwners(ownerLabel string) handler.EventHandl
 func (r *processObjects) heldOwners(ctx context.Context, ownerLabel string) []reconcile.Request {
 	var list appsv1.DeploymentList
 	if err := r.client.List(ctx, &list, client.InNamespace(r.Settings.Namespace), client.HasLabels{ownerLabel},
-		client.MatchingFields{plan.IndexHeld: indexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
+		client.MatchingFields{plan.IndexHeld: plan.IndexValue}, client.UnsafeDisableDeepCopy); err != nil { // only read
 		log.FromContext(ctx).Error(err, "Listing scheduler Deployments")
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/admission"
 	"github.com/schedops/scheduler-profile-operator/controllers/certs"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/webhooks"
@@ -67,7 +68,7 @@ func (o *WebhookOptions) server() webhook.Server {
 // for it. With rotation, the handlers are registered, and so
 // the server started, only once the rotator has written the certificate, it is in CertDir and
 // the CA is in the webhook configurations: an apiserver that calls a ready operator can trust it.
-func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error {
+func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base plan.Planner) error {
 	ready := &webhookReadiness{}
 	if err := mgr.AddReadyzCheck("webhook", ready.check); err != nil {
 		return fmt.Errorf("adding the webhook's readiness check: %w", err)
@@ -76,7 +77,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	// review reads the cache once it has caught up with what is stored (storedProfiles): a
 	// profile created a moment ago counts in the next one's name and queue-sort checks, and a
 	// review does not decode every profile of the cluster.
-	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	stored, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("creating the webhook's client: %w", err)
 	}
@@ -85,17 +86,17 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	if err != nil {
 		return fmt.Errorf("creating the webhook's discovery client: %w", err)
 	}
-	// The reviews plan with the reconcilers' settings, through clients and a discovery of their
-	// own, and run no previews.
-	objects := base
-	objects.client, objects.Reader, objects.APIs, objects.Previews = direct, direct, plan.NewServedAPIs(apis), nil
-	cached := objects
-	cached.client, cached.Reader = mgr.GetClient(), mgr.GetClient()
+	// The reviews plan with the reconcilers' settings and memos, through readers and a discovery
+	// of their own, and run no previews.
+	direct := base
+	direct.Reader, direct.APIs, direct.Previews = stored, plan.NewServedAPIs(apis), nil
+	cached := direct
+	cached.Reader = mgr.GetClient()
 	register := func() error {
-		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(webhooks.NewProfileValidator(&Reviewer{cached}, cached.client, direct)).Complete(); err != nil {
+		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.SchedulerProfile{}).WithValidator(webhooks.NewProfileValidator(&admission.Reviewer{Planner: cached}, mgr.GetClient(), stored)).Complete(); err != nil {
 			return fmt.Errorf("setting up the SchedulerProfile webhook: %w", err)
 		}
-		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.Scheduler{}).WithValidator(webhooks.NewSchedulerValidator(&Reviewer{objects})).Complete(); err != nil {
+		if err := ctrl.NewWebhookManagedBy(mgr, &schedulingv1alpha1.Scheduler{}).WithValidator(webhooks.NewSchedulerValidator(&admission.Reviewer{Planner: direct})).Complete(); err != nil {
 			return fmt.Errorf("setting up the Scheduler webhook: %w", err)
 		}
 		ready.serving(mgr.GetWebhookServer().StartedChecker())
@@ -121,7 +122,7 @@ func setupWebhook(mgr ctrl.Manager, o ManagerOptions, base processObjects) error
 	if err != nil {
 		return fmt.Errorf("setting up the certificate rotation: %w", err)
 	}
-	if err := mgr.Add(&certs.Copy{Reader: direct, Key: types.NamespacedName{Namespace: o.Namespace, Name: w.SecretName}, Dir: w.certDir()}); err != nil {
+	if err := mgr.Add(&certs.Copy{Reader: stored, Key: types.NamespacedName{Namespace: o.Namespace, Name: w.SecretName}, Dir: w.certDir()}); err != nil {
 		return fmt.Errorf("adding the webhook certificate's copy: %w", err)
 	}
 	go func() {

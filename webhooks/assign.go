@@ -1,6 +1,6 @@
 // Package webhooks holds the operator's admission webhooks, apart from its reconcilers: the
 // validation of SchedulerProfiles and Schedulers, which asks the reconcilers' planning
-// (Planner, implemented by controllers.Reviewer), and Assign, the model of the assignment of new
+// (Planner, implemented by controllers/admission.Reviewer), and Assign, the model of the assignment of new
 // pods to the scheduler name their namespace asks for, which the apiserver runs as the operator's
 // MutatingAdmissionPolicy (controllers/assignment.AssignPolicyName) and manager simulate runs here.
 package webhooks

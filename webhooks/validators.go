@@ -30,7 +30,7 @@ import (
 // +kubebuilder:webhook:path=/validate-scheduling-schedops-io-v1alpha1-scheduler,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,timeoutSeconds=5,groups=scheduling.schedops.io,resources=schedulers,verbs=create;update,versions=v1alpha1,name=schedulers.scheduling.schedops.io,admissionReviewVersions=v1,patch=`{"matchConditions":[{"name":"create-or-spec-change","expression":"request.operation != 'UPDATE' || has(object.spec) != has(oldObject.spec) || (has(object.spec) && object.spec != oldObject.spec)"}]}`
 
 // Planner is what the validating webhooks ask the reconcilers' planning code
-// (controllers.Reviewer): what the reconcilers would refuse of an object, before it is stored,
+// (controllers/admission.Reviewer): what the reconcilers would refuse of an object, before it is stored,
 // with its fields, and the warnings of what they would only report.
 type Planner interface {
 	// ProfileErrors reviews p as it would be stored beside stored, the other profiles; the

@@ -1,4 +1,4 @@
-package controllers
+package admission
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // rollout. Both can change after admission, so the reconcilers check them again on every pass.
 // A Secret that does not exist yet is only a warning: it may be created after the object that
 // names it.
-func (r *processObjects) clusterErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
+func (r *Reviewer) clusterErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
 	errs, warnings, err := r.extenderSecretErrors(ctx, proc)
 	if err != nil {
 		return nil, nil, err
@@ -42,7 +42,7 @@ func (r *processObjects) clusterErrors(ctx context.Context, proc *plan.Process) 
 // extenderSecretErrors reads the Secrets that the process's extenders name and refuses, at the
 // extender's secretRef, those that plan.CheckExtenderSecret refuses, then an HTTPS extender left
 // without a CA (plan.UnverifiedHTTPS) once every Secret was read.
-func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
+func (r *Reviewer) extenderSecretErrors(ctx context.Context, proc *plan.Process) (field.ErrorList, []string, error) {
 	var errs field.ErrorList
 	var warnings []string
 	withCA := sets.New[string]()
@@ -54,7 +54,7 @@ func (r *processObjects) extenderSecretErrors(ctx context.Context, proc *plan.Pr
 		path := plan.ExtendersPath.Index(i).Child("tlsConfig", "secretRef", "name")
 		key := client.ObjectKey{Namespace: r.Settings.Namespace, Name: e.TLSConfig.SecretRef.Name}
 		secret := &corev1.Secret{}
-		if err := r.client.Get(ctx, key, secret); err != nil {
+		if err := r.Reader.Get(ctx, key, secret); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return nil, nil, fmt.Errorf("reading Secret %s: %w", key, err)
 			}

@@ -1,4 +1,4 @@
-package controllers
+package admission
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
@@ -33,18 +34,29 @@ import (
 
 const invalidScoring = `{"scoringStrategy":{"type":"Most"}}`
 
+var testSettings = plan.Settings{Namespace: "ops", Image: "example.com/spo:v1"}
+
+// fakePlanner is the reconcilers' planning on a fake client holding objs, with the cache's indexes.
+func fakePlanner(objs ...client.Object) plan.Planner {
+	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...)
+	for _, i := range plan.FieldIndexes(func(*appsv1.Deployment) bool { return false }, nil) {
+		b = b.WithIndex(i.Obj, i.Field, i.Extract)
+	}
+	return plan.Planner{Reader: b.Build(), Settings: testSettings}
+}
+
+// profileValidatorOf is the webhook's check of profiles with the reconcilers' planning pl,
+// reading the profiles from its reader.
+func profileValidatorOf(pl plan.Planner) *webhooks.ProfileValidator {
+	return webhooks.NewProfileValidator(&Reviewer{pl}, pl.Reader, nil)
+}
+
+// schedulerValidatorOf is the webhook's check of Schedulers with the planning pl.
+func schedulerValidatorOf(pl plan.Planner) *webhooks.SchedulerValidator {
+	return webhooks.NewSchedulerValidator(&Reviewer{pl})
+}
+
 // createdAt sets a stored object's creation time, which decides name and queue-sort conflicts.
-// profileValidatorOf is the webhook's check of profiles with the reconcilers' planning of objects,
-// reading the profiles from objects' client.
-func profileValidatorOf(objects processObjects) *webhooks.ProfileValidator {
-	return webhooks.NewProfileValidator(&Reviewer{objects}, objects.client, nil)
-}
-
-// schedulerValidatorOf is the webhook's check of Schedulers with the planning of objects.
-func schedulerValidatorOf(objects processObjects) *webhooks.SchedulerValidator {
-	return webhooks.NewSchedulerValidator(&Reviewer{objects})
-}
-
 func createdAt[T client.Object](obj T, minutesAgo int) T {
 	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-time.Duration(minutesAgo) * time.Minute)))
 	return obj
@@ -164,7 +176,7 @@ func TestProfileValidatorCreate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := profileValidatorOf(fakeObjects(tc.stored...))
+			v := profileValidatorOf(fakePlanner(tc.stored...))
 			warnings, err := v.ValidateCreate(t.Context(), tc.profile)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -187,7 +199,7 @@ func assertPrefixes(t *testing.T, what string, got, want []string) {
 func TestProfileValidatorUpdate(t *testing.T) {
 	stored := createdAt(testutil.MakeProfile("team").Obj(), 10)
 	youngerClaimant := createdAt(testutil.MakeProfile("younger").SchedulerName("team").Obj(), 1)
-	v := profileValidatorOf(fakeObjects(stored, youngerClaimant))
+	v := profileValidatorOf(fakePlanner(stored, youngerClaimant))
 	ctx := t.Context()
 
 	broken := stored.DeepCopy()
@@ -247,7 +259,7 @@ func TestSchedulerValidator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := schedulerValidatorOf(fakeObjects(member))
+			v := schedulerValidatorOf(fakePlanner(member))
 			warnings, err := v.ValidateCreate(t.Context(), tc.scheduler)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 			assertPrefixes(t, "warnings", warnings, tc.wantWarnings)
@@ -260,10 +272,10 @@ func TestSchedulerValidator(t *testing.T) {
 func TestValidatorsAllowDelete(t *testing.T) {
 	ctx := context.Background()
 	broken := testutil.MakeProfile("bad").PluginConfig("NodeResourcesFit", invalidScoring).Obj()
-	if _, err := (profileValidatorOf(fakeObjects(broken))).ValidateDelete(ctx, broken); err != nil {
+	if _, err := (profileValidatorOf(fakePlanner(broken))).ValidateDelete(ctx, broken); err != nil {
 		t.Errorf("Delete of a profile refused: %v", err)
 	}
-	if _, err := (schedulerValidatorOf(fakeObjects(broken))).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
+	if _, err := (schedulerValidatorOf(fakePlanner(broken))).ValidateDelete(ctx, testutil.MakeScheduler("s").Obj()); err != nil {
 		t.Errorf("Delete of a Scheduler refused: %v", err)
 	}
 }
@@ -297,7 +309,7 @@ func TestProfileValidatorRenameOntoServedName(t *testing.T) {
 		{name: "claimed but not served: the older profile gets it", stored: []client.Object{old, young}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := profileValidatorOf(fakeObjects(tc.stored...))
+			v := profileValidatorOf(fakePlanner(tc.stored...))
 			_, err := v.ValidateUpdate(t.Context(), old, renamed)
 			assertPrefixes(t, "causes", testutil.InvalidCauses(t, err), tc.wantCauses)
 		})
@@ -317,7 +329,7 @@ func BenchmarkAdmissionReview(b *testing.B) {
 	for _, f := range []string{"binpack", "spread", "nodepool"} {
 		stored = append(stored, readSample(b, "../config/samples/scheduling_v1alpha1_schedulerprofile_"+f+".yaml"))
 	}
-	handler := admission.WithValidator(scheme.New(), profileValidatorOf(fakeObjects(stored...)))
+	handler := admission.WithValidator(scheme.New(), profileValidatorOf(fakePlanner(stored...)))
 	srv := httptest.NewTLSServer(handler)
 	defer srv.Close()
 	client := srv.Client()

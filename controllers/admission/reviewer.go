@@ -1,4 +1,7 @@
-package controllers
+// Package admission is the reviews the admission webhooks ask (package webhooks): what the
+// reconcilers would make of a SchedulerProfile or a Scheduler, planned with their Planner, so that
+// what they would refuse is refused before it is stored.
+package admission
 
 import (
 	"context"
@@ -25,7 +28,7 @@ import (
 // A member is planned from the plan of its Scheduler that the reconcilers remembered, with the
 // member replaced (reviewMember).
 type Reviewer struct {
-	processObjects
+	plan.Planner
 }
 
 var _ webhooks.Planner = &Reviewer{}
@@ -82,7 +85,7 @@ func (v *Reviewer) checkMemberProfile(ctx context.Context, p *schedulingv1alpha1
 	var warnings []string
 	ref := p.Spec.SchedulerRef.Name
 	s := &schedulingv1alpha1.Scheduler{}
-	if err := v.client.Get(ctx, client.ObjectKey{Name: ref}, s); err != nil {
+	if err := v.Reader.Get(ctx, client.ObjectKey{Name: ref}, s); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("reading Scheduler %s: %w", ref, err)
 		}

@@ -1,4 +1,4 @@
-package controllers
+package admission
 
 import (
 	"strings"
@@ -25,12 +25,22 @@ import (
 // lists neither the profile nor the Scheduler, a pair that does not match, HTTPS left without a
 // CA), and at the gate a feature gate whose API the cluster does not serve, on a profile and on
 // a Scheduler; a Secret that does not exist yet is a warning.
+// A client key pair and another key, made once: generating RSA keys is slow.
+var (
+	cert1, key1 = testutil.KeyPair("client-1")
+	_, key2     = testutil.KeyPair("client-2")
+)
+
+// secretUsers are the users that the tests' Secrets consent to: the profile "p" and the
+// Scheduler "s".
+const secretUsers = "p, Scheduler/s"
+
 func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
-	unlabelled := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
+	unlabelled := testutil.ExtenderTLSSecret(testSettings.Namespace, "a", secretUsers, testutil.PairData(cert1, key1, "ca.crt", string(cert1)))
 	unlabelled.Labels = nil
-	forOthers := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
+	forOthers := testutil.ExtenderTLSSecret(testSettings.Namespace, "a", secretUsers, testutil.PairData(cert1, key1, "ca.crt", string(cert1)))
 	forOthers.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = "s,Scheduler/p"
-	forEveryone := tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))
+	forEveryone := testutil.ExtenderTLSSecret(testSettings.Namespace, "a", secretUsers, testutil.PairData(cert1, key1, "ca.crt", string(cert1)))
 	forEveryone.Annotations[schedulingv1alpha1.AnnotationExtenderTLSFor] = "*"
 	const named = "named in an extender's tlsConfig.secretRef"
 	// What a 1.37 apiserver serves by default: no composite pod groups.
@@ -49,15 +59,15 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 		wantCauses   []string
 		wantWarnings []string
 	}{
-		{name: "a labelled Secret with its pair and CA", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key1, "ca.crt", string(cert1)))}},
+		{name: "a labelled Secret with its pair and CA", secrets: []*corev1.Secret{testutil.ExtenderTLSSecret(testSettings.Namespace, "a", secretUsers, testutil.PairData(cert1, key1, "ca.crt", string(cert1)))}},
 		{name: "a Secret without consent", secrets: []*corev1.Secret{unlabelled},
 			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `, is not labelled scheduling.schedops.io/extender-tls=true: a Secret is used by an extender only when it says so, with that label and "<user>" in its annotation scheduling.schedops.io/extender-tls-for`}},
 		{name: "a Secret that consents to another profile and Scheduler", secrets: []*corev1.Secret{forOthers},
 			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `, does not consent to <user>: its annotation scheduling.schedops.io/extender-tls-for does not list "<user>"; the Secret's owner adds it there to consent`}},
 		{name: "a Secret that consents to everyone", secrets: []*corev1.Secret{forEveryone}},
-		{name: "a certificate with another key", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key2, "ca.crt", string(cert1)))},
+		{name: "a certificate with another key", secrets: []*corev1.Secret{testutil.ExtenderTLSSecret(testSettings.Namespace, "a", secretUsers, testutil.PairData(cert1, key2, "ca.crt", string(cert1)))},
 			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, ` + named + `: tls.crt and tls.key are not a certificate and its key: tls: private key does not match public key`}},
-		{name: "HTTPS and a Secret without a CA", secrets: []*corev1.Secret{tlsSecret("a", pairData(cert1, key1))},
+		{name: "HTTPS and a Secret without a CA", secrets: []*corev1.Secret{testutil.ExtenderTLSSecret(testSettings.Namespace, "a", secretUsers, testutil.PairData(cert1, key1))},
 			wantCauses: []string{`spec.extenders[0].tlsConfig.secretRef.name: Invalid value: "a": Secret ops/a, named in spec.extenders[0].tlsConfig.secretRef, has no ca.crt and the extender sets no caData: over HTTPS the extender's certificate would not be verified; add a CA, or set tlsConfig.insecure: true to call it unverified`}},
 		{name: "a Secret that does not exist yet",
 			wantWarnings: []string{`spec.extenders[0].tlsConfig.secretRef.name: Secret ops/a does not exist; nothing is rolled out until it does`}},
@@ -75,7 +85,7 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				for _, s := range secrets {
 					objs = append(objs, s)
 				}
-				r := fakeObjects(objs...)
+				r := fakePlanner(objs...)
 				resources := tc.resources
 				if resources == nil {
 					resources = served
@@ -83,7 +93,8 @@ func TestAdmissionOfWhatComesFromTheCluster(t *testing.T) {
 				r.APIs = plan.NewServedAPIs(&fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: resources}})
 				var extenders []schedulingv1alpha1.Extender
 				if tc.secrets != nil || tc.wantWarnings != nil {
-					extenders = withTLSExtenders("x", "a").Spec.Extenders
+					extenders = []schedulingv1alpha1.Extender{{URLPrefix: "https://a.example.com/scheduler", FilterVerb: ptr.To("filter"), EnableHTTPS: ptr.To(true),
+						TLSConfig: &schedulingv1alpha1.ExtenderTLSConfig{SecretRef: schedulingv1alpha1.ExtenderSecretReference{Name: "a"}}}}
 					extenders[0].Ignorable = ptr.To(true) // no warning of its own
 				}
 				settings := schedulingv1alpha1.SchedulerSettings{FeatureGates: tc.gates}

@@ -1,4 +1,4 @@
-package controllers
+package admission
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func (v *Reviewer) reviewMember(ctx context.Context, s *schedulingv1alpha1.Sched
 // conflict, as planMembers would with m in base (plan.QueueSortRefusals, with every other member as
 // planMembers sees it before its queue sort is decided). It tells false, and checks nothing,
 // when base refuses a member for a limit, m would make one member too many, or base's
-// configuration with the whole of m's configuration alone might pass MaxConfigBytes: then only
+// configuration with the whole of m's configuration alone might pass plan.MaxConfigBytes: then only
 // the whole plan says which members fit.
 func (v *Reviewer) fitsInPlan(base *plan.SchedulerPlan, proc *plan.Process, m *plan.Member, running map[string]*profile.Profile) bool {
 	members := make([]*plan.Member, 0, len(base.Members)+1)
@@ -74,7 +74,7 @@ func (v *Reviewer) fitsInPlan(base *plan.SchedulerPlan, proc *plan.Process, m *p
 	if base.Config != nil {
 		size += len(base.Config.YAML)
 	}
-	if size > MaxConfigBytes {
+	if size > plan.MaxConfigBytes {
 		return false
 	}
 	m.QueueSortConflict = plan.QueueSortRefusals(v.Cache(), append(members, m), running, proc.Run.FeatureGates)[m]

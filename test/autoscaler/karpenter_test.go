@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,31 +135,13 @@ func startKarpenter(ctx context.Context, binary, kubeconfig, logPath string) (*k
 		if !proc.Alive() {
 			return errors.New("karpenter exited")
 		}
-		return getOK(ctx, ready)
+		return testutil.GetOK(ctx, ready)
 	})
 	if err != nil {
 		err = fmt.Errorf("karpenter is not ready: %w; its log ends with:\n%s", err, k.logTail(0, 30))
 		return nil, errors.Join(err, proc.Stop(5*time.Second))
 	}
 	return k, nil
-}
-
-// getOK gets url and fails unless the answer is 200.
-func getOK(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s %s", url, resp.Status, body)
-	}
-	return nil
 }
 
 // logSize is the size of Karpenter's log so far.

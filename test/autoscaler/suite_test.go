@@ -26,6 +26,7 @@ import (
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
 	"github.com/schedops/scheduler-profile-operator/internal/schedrunner"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
@@ -51,25 +52,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == controllers.PreviewWorkerCommand {
 		os.Exit(controllers.RunPreviewWorker(os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(runSuite(m))
-}
-
-// runSuite sets the cluster, the operator and Karpenter up, runs the tests and stops all three.
-func runSuite(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := setUp(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "autoscaler set-up failed: %v\n", err)
-		tearDown()
-		return 1
-	}
-	code := m.Run()
-	cancel()
-	tearDown()
-	if code == 0 {
-		_ = os.RemoveAll(workDir)
-	}
-	return code
+	os.Exit(testutil.RunSuite(m, "autoscaler", setUp, tearDown, func() string { return workDir }))
 }
 
 // setUp starts the local cluster, installs and starts the operator and its schedulers' runner,

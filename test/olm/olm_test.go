@@ -18,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -62,6 +63,7 @@ func TestOLM(t *testing.T) {
 	}
 	op := startOperatorPod(t, ns)
 	t.Run("SampleProfileRuns", func(t *testing.T) { testSampleProfileRuns(t, ns, op) })
+	t.Run("NamespaceAssignment", testNamespaceAssignment)
 	t.Run("WebhookRefusesInvalidProfile", func(t *testing.T) {
 		if !op.webhook {
 			t.Skipf("the operator serves no webhook here: port %d of localhost cannot be bound", webhookPort)
@@ -205,6 +207,50 @@ func testSampleProfileRuns(t *testing.T, ns string, op *operatorPod) {
 }
 
 // testWebhookRefuses: kubectl apply of an invalid profile is refused by the operator, called
+// testNamespaceAssignment: under OLM, which installs no webhook on the pod path, a namespace
+// labelled with the sample's scheduler name gets its new pods assigned to it by the admission
+// policy that the operator keeps itself, in the apiserver.
+func testNamespaceAssignment(t *testing.T) {
+	ctx := context.Background()
+	p := &schedulingv1alpha1.SchedulerProfile{}
+	testutil.Eventually(t, profileTimeout, "the sample profile's served scheduler name", func(ctx context.Context) error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: sampleProfileName}, p); err != nil {
+			return err
+		}
+		if p.Status.ServedSchedulerName == "" {
+			return fmt.Errorf("profile %s serves no name yet: conditions %+v", p.Name, p.Status.Conditions)
+		}
+		return nil
+	})
+	name := p.Status.ServedSchedulerName
+	const assigned = "olm-assigned"
+	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: assigned, Labels: map[string]string{schedulingv1alpha1.LabelAssignSchedulerName: name}}}
+	if err := k8s.Create(ctx, labelled); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), labelled) })
+	// The apiserver sees a new namespace, and the policy a new served name, a moment after they
+	// are written: a dry-run pod until then.
+	testutil.Eventually(t, time.Minute, "the operator's policy to assign the pods of "+assigned+" to "+name, func(ctx context.Context) error {
+		pod := testutil.MakePod("probe", assigned).Obj()
+		if err := k8s.Create(ctx, pod, client.DryRunAll); err != nil {
+			return err
+		}
+		if pod.Spec.SchedulerName != name || pod.Annotations[schedulingv1alpha1.AnnotationAssignment] != "assigned" {
+			return fmt.Errorf("scheduler %q, annotation %q", pod.Spec.SchedulerName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment])
+		}
+		return nil
+	})
+	pod := testutil.MakePod("assigned", assigned).Obj()
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.SchedulerName != name {
+		t.Errorf("A pod of namespace %s, labelled %s=%s, has schedulerName %q (annotation %q), want %q",
+			assigned, schedulingv1alpha1.LabelAssignSchedulerName, name, pod.Spec.SchedulerName, pod.Annotations[schedulingv1alpha1.AnnotationAssignment], name)
+	}
+}
+
 // through the webhook configuration OLM made, with OLM's certificate.
 func testWebhookRefuses(t *testing.T, ns string, op *operatorPod) {
 	const broken = `apiVersion: scheduling.schedops.io/v1alpha1

@@ -109,7 +109,7 @@ func startOperatorPod(t *testing.T, ns string) *operatorPod {
 		if !proc.Alive() {
 			return errors.New("the operator exited")
 		}
-		return getOK(ctx, ready)
+		return testutil.GetOK(ctx, ready)
 	})
 	if err != nil {
 		t.Fatalf("The operator (as OLM's pod, certificate of Secret %s) is not ready: %v\n%s", secret, err, p.logTail(40))
@@ -305,24 +305,6 @@ func (p *operatorPod) stop() {
 	if err := p.proc.Stop(10 * time.Second); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping the operator: %v\n", err)
 	}
-}
-
-// getOK gets url and fails unless the answer is 200.
-func getOK(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s %s", url, resp.Status, body)
-	}
-	return nil
 }
 
 func keys[V any](m map[string]V) []string {

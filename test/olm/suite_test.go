@@ -37,6 +37,7 @@ import (
 
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
+	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 var (
@@ -62,27 +63,7 @@ func newScheme() *runtime.Scheme {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-// runSuite sets the cluster and OLM up, runs the tests and stops both.
-func runSuite(m *testing.M) int {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := setUp(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "olm set-up failed: %v\n", err)
-		tearDown()
-		return 1
-	}
-	code := m.Run()
-	cancel()
-	tearDown()
-	if code == 0 {
-		_ = os.RemoveAll(workDir)
-	} else {
-		fmt.Fprintf(os.Stderr, "the logs of the cluster, OLM and the operator are in %s\n", workDir)
-	}
-	return code
+	os.Exit(testutil.RunSuite(m, "olm", setUp, tearDown, func() string { return workDir }))
 }
 
 // setUp starts the local cluster with one fake node, installs OLM's CRDs and starts OLM.

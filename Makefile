@@ -466,9 +466,10 @@ undeploy: $(KUSTOMIZE) ## Remove the operator, its namespace and its CRD (and wi
 	$(call kustomize-build,config/default,$(IMG)) | kubectl delete --ignore-not-found -f -
 
 .PHONY: bundle
-bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION and IMG.
+bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION and IMG, and the monitoring objects the bundle's operator applies itself (controllers/monitoring/objects.yaml).
 	$(call kustomize-build,config/manifests,$(BUNDLE_OPERATOR_IMG)) | go run ./hack/bundle --version $(VERSION) \
 		--channels $(CHANNELS) --default-channel $(DEFAULT_CHANNEL) --bundle-dir bundle --dockerfile bundle.Dockerfile
+	$(KUSTOMIZE) build config/manifests/monitoring > controllers/monitoring/objects.yaml
 
 # The file-based catalog of the bundle (hack/catalog): the package, its channels and the bundle
 # with its manifests inline, which OLM installs from a CatalogSource with no bundle image. CATALOG

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
+	"github.com/schedops/scheduler-profile-operator/controllers/monitoring"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
 
@@ -70,6 +71,13 @@ type ManagerOptions struct {
 	// StrandedInterval is how often the pending pods are looked at for stranded ones; 0 is
 	// assignment.DefaultStrandedInterval. Not a flag: tests set a short one.
 	StrandedInterval time.Duration
+	// MonitoringObjects has the operator apply its ServiceMonitors and PrometheusRule
+	// (config/prometheus) into its namespace once the cluster serves monitoring.coreos.com/v1:
+	// the OLM bundle cannot ship them (--monitoring-objects).
+	MonitoringObjects bool
+	// MonitoringRecheck is how often the operator asks whether the cluster serves that API, until
+	// it does; 0 is monitoring.Recheck. Not a flag: tests set a short one.
+	MonitoringRecheck time.Duration
 	// MaxMembersPerScheduler is how many profiles a Scheduler serves; 0 is
 	// MaxMembersPerScheduler. Not a flag: tests set a small one.
 	MaxMembersPerScheduler int
@@ -145,6 +153,11 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.Memos.ProfilesIn)
 	if err := assign.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
+	}
+	if o.MonitoringObjects {
+		if err := mgr.Add(&monitoring.Objects{Client: mgr.GetClient(), APIs: plan.NewServedAPIs(apis), Namespace: o.Namespace, Recheck: o.MonitoringRecheck}); err != nil {
+			return fmt.Errorf("adding the monitoring objects: %w", err)
+		}
 	}
 	if err := newLeaseReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Lease controller: %w", err)

@@ -102,7 +102,9 @@ func TestCSVDeploymentIsConfigManager(t *testing.T) {
 		t.Fatalf("config/default's Deployment should have one volume, the emptyDir of the webhook's certificate: volumes %+v", pod.Volumes)
 	}
 	pod.Volumes, pod.Containers[0].VolumeMounts = nil, nil
-	pod.Containers[0].Args = append(pod.Containers[0].Args, "--disable-cert-rotation")
+	// config/manifests adds --monitoring-objects (the bundle ships no monitoring object), and
+	// hack/bundle --disable-cert-rotation (OLM makes the webhook's certificate).
+	pod.Containers[0].Args = append(pod.Containers[0].Args, "--monitoring-objects", "--disable-cert-rotation")
 
 	got := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0]
 	if got.Name != deployment.Name {

@@ -2,7 +2,6 @@ package bundle
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/schedops/scheduler-profile-operator/controllers/monitoring"
 )
 
 // serviceMonitor is the part of a monitoring.coreos.com/v1 ServiceMonitor that finds its targets.
@@ -88,39 +89,53 @@ func TestOperatorMetricsAreReachable(t *testing.T) {
 	}
 }
 
-// TestBundleShipsMonitoring: the bundle holds config/prometheus (the ServiceMonitors and the
-// PrometheusRule) as config/default names it once its ../prometheus line is uncommented, and
+// TestBundleShipsMonitoring: the bundle holds no monitoring.coreos.com object (OLM fails the
+// InstallPlan of a bundle whose objects have no API on the cluster); the operator it runs applies
+// config/prometheus itself (monitoring.Manifests, with --monitoring-objects in the CSV's
+// Deployment), named as config/default names it once its ../prometheus line is uncommented; and
 // config/grafana builds the dashboard's ConfigMap for Grafana's sidecar from the one JSON file.
 func TestBundleShipsMonitoring(t *testing.T) {
 	const image = "registry.example/scheduler-profile-operator:v0.0.1"
-	bundled := map[string]*unstructured.Unstructured{}
 	files, err := filepath.Glob(path(bundleDir + "/manifests/*_monitoring.coreos.com_v1_*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	if len(files) > 0 {
+		t.Errorf("The bundle ships monitoring objects %v; the operator applies them itself", files)
+	}
+	csv := readCSV(t)
+	var args []string
+	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		for _, c := range d.Spec.Template.Spec.Containers {
+			args = append(args, c.Args...)
 		}
-		objs := decodeYAML(t, data)
-		if len(objs) != 1 {
-			t.Fatalf("%s holds %d objects, want 1", f, len(objs))
-		}
-		bundled[objs[0].GetKind()+" "+objs[0].GetName()] = objs[0]
+	}
+	if !slices.Contains(args, "--monitoring-objects") {
+		t.Errorf("The CSV's operator runs with %v, without --monitoring-objects", args)
+	}
+	applied := map[string]*unstructured.Unstructured{}
+	objs, err := monitoring.Manifests("ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		applied[obj.GetKind()+" "+obj.GetName()] = obj
 	}
 	want := map[string]*unstructured.Unstructured{}
 	for _, obj := range kustomizeBuild(t, "config/prometheus", image) {
-		// config/default prefixes the names; OLM chooses the namespace.
+		// config/default prefixes the names; the operator sets its namespace.
 		obj.SetName("scheduler-profile-operator-" + obj.GetName())
 		want[obj.GetKind()+" "+obj.GetName()] = obj
 	}
-	if diff := cmp.Diff(slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(bundled))); diff != "" {
-		t.Fatalf("Monitoring objects of the bundle (-config/prometheus +bundle); run `make bundle`:\n%s", diff)
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(applied))); diff != "" {
+		t.Fatalf("Monitoring objects the operator applies (-config/prometheus +operator); run `make bundle`:\n%s", diff)
 	}
 	for key, obj := range want {
-		if diff := cmp.Diff(obj.Object["spec"], bundled[key].Object["spec"]); diff != "" {
-			t.Errorf("%s differs from config/prometheus; run `make bundle` (-config +bundle):\n%s", key, diff)
+		if diff := cmp.Diff(obj.Object["spec"], applied[key].Object["spec"]); diff != "" {
+			t.Errorf("%s differs from config/prometheus; run `make bundle` (-config +operator):\n%s", key, diff)
+		}
+		if ns := applied[key].GetNamespace(); ns != "ns" {
+			t.Errorf("%s is applied in namespace %q, want the operator's", key, ns)
 		}
 	}
 	if rule := want["PrometheusRule scheduler-profile-operator-alerts"]; rule == nil {

@@ -48,6 +48,8 @@ const (
 	releaseInstall = "install.yaml"
 	releaseImage   = "scheduler-profile-operator-image.tar"
 	releaseBundle  = "scheduler-profile-operator-bundle"
+	// releaseCatalog is the file-based catalog of the release's bundle (hack/catalog).
+	releaseCatalog = "scheduler-profile-operator-catalog.json"
 	releaseSums    = "SHA256SUMS"
 	// releaseChart is the Helm chart that helm package writes for the version.
 	releaseChart = "scheduler-profile-operator-" + releaseVersion + ".tgz"
@@ -89,6 +91,10 @@ func TestRelease(t *testing.T) {
 	ref := checkReleaseImage(t, filepath.Join(dist, releaseImage))
 	if want := releaseIMG + "@" + imageToolDigest(t, path("bin/image.tar")); ref != want {
 		t.Errorf("The release pins %s; go-containerregistry's digest of make image's tarball gives %s", ref, want)
+	}
+	// The catalog holds the release's bundle, whose CSV runs the pinned image.
+	if objects := catalogObjects(t, readAbs(t, filepath.Join(dist, releaseCatalog))); !strings.Contains(objects, `"kind":"ClusterServiceVersion"`) || !strings.Contains(objects, ref) {
+		t.Errorf("%s holds no bundle whose CSV runs the image %s", releaseCatalog, ref)
 	}
 	objs := decodeYAML(t, readAbs(t, filepath.Join(dist, releaseInstall)))
 	if diff := cmp.Diff(kustomizeBuild(t, "config/default", ref), objs); diff != "" {
@@ -136,7 +142,7 @@ func checkSums(t *testing.T, dist string) {
 	for _, e := range entries {
 		files = append(files, e.Name())
 	}
-	if diff := cmp.Diff([]string{releaseSums, releaseInstall, releaseChart, releaseBundle + ".tar.gz", releaseImage}, files); diff != "" {
+	if diff := cmp.Diff([]string{releaseSums, releaseInstall, releaseChart, releaseBundle + ".tar.gz", releaseCatalog, releaseImage}, files); diff != "" {
 		t.Errorf("Files of the release (-want +got):\n%s", diff)
 	}
 	listed := map[string]bool{}
@@ -557,4 +563,33 @@ func readAbs(t *testing.T, file string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// catalogObjects are the manifests of the bundles of a file-based catalog (its olm.bundle.object
+// properties, decoded), one after the other.
+func catalogObjects(t *testing.T, data []byte) string {
+	t.Helper()
+	var out strings.Builder
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var blob struct {
+			Schema     string `json:"schema"`
+			Properties []struct {
+				Type  string `json:"type"`
+				Value struct {
+					Data []byte `json:"data"`
+				} `json:"value"`
+			} `json:"properties"`
+		}
+		if err := dec.Decode(&blob); err != nil {
+			t.Fatalf("Decoding the catalog: %v", err)
+		}
+		for _, p := range blob.Properties {
+			if blob.Schema == "olm.bundle" && p.Type == "olm.bundle.object" {
+				out.Write(p.Value.Data)
+				out.WriteByte('\n')
+			}
+		}
+	}
+	return out.String()
 }

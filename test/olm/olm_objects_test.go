@@ -11,10 +11,7 @@ import (
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
@@ -30,9 +27,6 @@ const (
 	// installTimeout bounds a Subscription's way to a Complete InstallPlan and a Succeeded CSV:
 	// about 45 s on the local cluster.
 	installTimeout = 3 * time.Minute
-	// failTimeout bounds the wait for an InstallPlan that cannot complete to fail: the catalog
-	// operator retries its steps for installPlanRetryTimeout first.
-	failTimeout = 2 * time.Minute
 )
 
 // subscribe creates namespace ns, an OperatorGroup of every namespace (the CSV supports
@@ -162,50 +156,12 @@ func waitOLM(t *testing.T, ns string, timeout time.Duration, what string, cond f
 	}
 }
 
-// deleteNamespace deletes ns and waits until it is gone (its finalizers done).
-func deleteNamespace(t *testing.T, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-	if err := k8s.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatalf("Deleting namespace %s: %v", ns, err)
-	}
-	testutil.Eventually(t, 2*time.Minute, "namespace "+ns+" to be gone", func(ctx context.Context) error {
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("namespace %s is %s (%v)", ns, obj.Status.Phase, err)
-	})
-}
-
-// monitoringCRDs stand in for the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs:
-// OLM needs only their APIs to be served to create the bundle's objects of those kinds.
-func monitoringCRDs() []*apiextensionsv1.CustomResourceDefinition {
-	crd := func(plural, kind string) *apiextensionsv1.CustomResourceDefinition {
-		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + ".monitoring.coreos.com"},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: "monitoring.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind, ListKind: kind + "List", Singular: strings.ToLower(kind)},
-				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-					Name: "v1", Served: true, Storage: true,
-					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-						Type: "object", XPreserveUnknownFields: ptr.To(true),
-					}},
-				}},
-			},
-		}
-	}
-	return []*apiextensionsv1.CustomResourceDefinition{crd("servicemonitors", "ServiceMonitor"), crd("prometheusrules", "PrometheusRule")}
-}
-
-// installMonitoringCRDs creates monitoringCRDs and waits until they are served.
+// installMonitoringCRDs creates testutil.MonitoringCRDs and waits until they are served.
 func installMonitoringCRDs(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	var names []string
-	for _, crd := range monitoringCRDs() {
+	for _, crd := range testutil.MonitoringCRDs() {
 		if err := k8s.Create(ctx, crd); err != nil {
 			t.Fatalf("Creating CRD %s: %v", crd.Name, err)
 		}

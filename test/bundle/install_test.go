@@ -97,6 +97,13 @@ func TestKustomizeDefaultAppliesServerDryRun(t *testing.T) {
 // Then it runs the operator, configured from that Deployment, as the ServiceAccount (every request
 // goes through the API server's RBAC authorizer), and a sample profile must be rolled out: the CSV
 // grants enough. It must also grant no more than the operator needs.
+//
+// The real OLM installs the bundle in the OLM tier (test/olm, make test-olm): catalog,
+// Subscription, InstallPlan, CSV phases, OLM's webhook configurations and certificates, the
+// uninstall. This simulation stays for what that tier does not show: the OwnNamespace install
+// mode (the OLM tier's OperatorGroup selects every namespace), the operator's pod admitted under
+// Pod Security restricted, and the operator's every request, leader election included, through
+// the RBAC authorizer of a cluster that runs in seconds within the install-paths tier.
 func TestOLMInstallSimulated(t *testing.T) {
 	admin := startEnv(t)
 	adminClient := newClient(t, admin)

@@ -156,3 +156,20 @@ func Client(cluster *localcluster.Cluster) (client.Client, error) {
 	}
 	return client.New(cfg, client.Options{Scheme: NewScheme()})
 }
+
+// StartCluster starts the local simulated cluster, with the binaries and the scheduler of paths,
+// in its own temporary work directory named from prefix, which it returns with the cluster (a
+// failed start returns it too, for its logs), and says on stdout how long the start took.
+func StartCluster(ctx context.Context, paths Paths, prefix string) (*localcluster.Cluster, string, error) {
+	workDir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	start := time.Now()
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster")})
+	if err != nil {
+		return nil, workDir, err
+	}
+	fmt.Printf("local cluster started in %s (%s)\n", time.Since(start).Round(time.Millisecond), workDir)
+	return cluster, workDir, nil
+}

@@ -66,15 +66,9 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if workDir, err = os.MkdirTemp("", "spo-autoscaler-"); err != nil {
+	if cluster, workDir, err = operatorenv.StartCluster(ctx, paths, "spo-autoscaler-"); err != nil {
 		return err
 	}
-	start := time.Now()
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster")})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("local cluster started in %s (%s)\n", time.Since(start).Round(time.Millisecond), workDir)
 	if k8s, err = operatorenv.Client(cluster); err != nil {
 		return err
 	}
@@ -109,7 +103,7 @@ func setUp(ctx context.Context) error {
 	if err := k8s.Create(ctx, nodeClass()); err != nil {
 		return fmt.Errorf("creating the KWOKNodeClass: %w", err)
 	}
-	start = time.Now()
+	start := time.Now()
 	if karpenter, err = startKarpenter(ctx, binary, cluster.Kubeconfig(), filepath.Join(workDir, "karpenter.log")); err != nil {
 		return err
 	}

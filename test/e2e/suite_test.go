@@ -75,16 +75,10 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	workDir, err := os.MkdirTemp("", "spo-e2e-")
-	if err != nil {
+	var workDir string
+	if cluster, workDir, err = operatorenv.StartCluster(ctx, paths, "spo-e2e-"); err != nil {
 		return err
 	}
-	start := time.Now()
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster")})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("local cluster started in %s (%s)\n", time.Since(start).Round(time.Millisecond), workDir)
 	if k8s, err = operatorenv.Client(cluster); err != nil {
 		return err
 	}

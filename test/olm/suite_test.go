@@ -23,7 +23,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -76,15 +75,9 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if workDir, err = os.MkdirTemp("", "spo-olm-"); err != nil {
+	if cluster, workDir, err = operatorenv.StartCluster(ctx, paths, "spo-olm-"); err != nil {
 		return err
 	}
-	start := time.Now()
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: paths.BinDir, SchedulerBinary: paths.Scheduler, WorkDir: filepath.Join(workDir, "cluster")})
-	if err != nil {
-		return err
-	}
-	fmt.Printf("local cluster started in %s (%s)\n", time.Since(start).Round(time.Millisecond), workDir)
 	cfg, err := cluster.RESTConfig()
 	if err != nil {
 		return err
@@ -99,7 +92,7 @@ func setUp(ctx context.Context) error {
 	if err := cluster.CreateNodes(ctx, []*corev1.Node{node}); err != nil {
 		return err
 	}
-	start = time.Now()
+	start := time.Now()
 	if olm, err = startOLM(ctx, bins, cluster.Kubeconfig(), workDir); err != nil {
 		return err
 	}

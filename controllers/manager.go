@@ -120,7 +120,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	}
 	// One processObjects, built here from o, is what both reconcilers and admission plan,
 	// render and apply with: the same settings, thresholds, previews, memos, metrics and upgrade
-	// lock.
+	// lock; its APIs, which remember the APIs found served, answer assignment and monitoring too.
 	objects := processObjects{client: mgr.GetClient(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight, upgradeMu: &sync.Mutex{},
 		Planner: plan.Planner{Reader: mgr.GetClient(), APIs: plan.NewServedAPIs(d), Settings: o.settings(), Memos: plan.NewMemos(), Metrics: metrics.New()}}
 	if err := objects.Metrics.Register(ctrlmetrics.Registry); err != nil {
@@ -150,12 +150,12 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err := schedulers.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the Scheduler controller: %w", err)
 	}
-	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, plan.NewServedAPIs(apis), reconciler.stranded, objects.Memos.ProfilesIn)
+	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, objects.APIs, reconciler.stranded, objects.Memos.ProfilesIn)
 	if err := assign.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}
 	if o.MonitoringObjects {
-		if err := mgr.Add(&monitoring.Objects{Client: mgr.GetClient(), APIs: plan.NewServedAPIs(apis), Namespace: o.Namespace, Recheck: o.MonitoringRecheck}); err != nil {
+		if err := mgr.Add(&monitoring.Objects{Client: mgr.GetClient(), APIs: objects.APIs, Namespace: o.Namespace, Recheck: o.MonitoringRecheck}); err != nil {
 			return fmt.Errorf("adding the monitoring objects: %w", err)
 		}
 	}

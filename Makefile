@@ -26,6 +26,12 @@ FUZZTIME ?= 20s
 ifeq ($(origin VERSION),undefined)
 VERSION := $(shell awk '/^## / { if ($$2 == "Unreleased") { dev = 1; next } split($$2, v, "."); print (dev ? v[1] "." v[2] + 1 ".0-dev" : $$2); exit }' CHANGELOG.md)
 endif
+# The release before VERSION (CHANGELOG.md's first released section of another version), which the
+# bundle's CSV replaces (spec.replaces), so that OLM upgrades a subscription from it; empty when
+# there is none. hack/releases.txt names the commit of each release: test-olm builds the previous
+# one from it (PREVIOUS_DIR) to upgrade from.
+PREVIOUS_VERSION := $(shell awk -v cur='$(VERSION)' '/^## [0-9]/ && $$2 != cur { print $$2; exit }' CHANGELOG.md)
+PREVIOUS_COMMIT := $(shell awk -v v='$(PREVIOUS_VERSION)' '$$1 == v { print $$2 }' hack/releases.txt)
 IMAGE_TAG_BASE ?= ghcr.io/schedops/scheduler-profile-operator
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 BUNDLE_OPERATOR_IMG = $(if $(filter command line,$(origin IMG)),$(IMG),$(IMAGE_TAG_BASE):v$(VERSION))
@@ -411,13 +417,31 @@ test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provi
 	KARPENTER=$(K8SBIN)/karpenter KARPENTER_CRDS="$$karpenter/kwok/charts/crds:$$karpenter/kwok/apis/crds" \
 	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/autoscaler/... -count=1 -v -timeout 15m
 
+# The previous release (PREVIOUS_VERSION), for test-olm's upgrade: its tree at its commit
+# (git archive, so this needs a clone with that commit, not a shallow one), its bin/manager and
+# bin/kube-scheduler built by its own Makefile (with this build cache, mostly a link step), and
+# its bundle as it was released.
+PREVIOUS_DIR := $(LOCALBIN)/previous/v$(PREVIOUS_VERSION)
+.PHONY: previous-release
+previous-release: $(PREVIOUS_DIR)/src/bin/manager ## Build the previous release (PREVIOUS_VERSION, from its commit in hack/releases.txt) into bin/previous/v<version>.
+
+$(PREVIOUS_DIR)/src/bin/manager: hack/releases.txt
+	@test -n '$(PREVIOUS_COMMIT)' || { echo "hack/releases.txt names no commit of the previous release '$(PREVIOUS_VERSION)'"; exit 1; }
+	@git cat-file -e '$(PREVIOUS_COMMIT)^{commit}' 2>/dev/null || { echo "release $(PREVIOUS_VERSION)'s commit $(PREVIOUS_COMMIT) is not in this clone (a shallow clone?): git fetch --unshallow"; exit 1; }
+	rm -rf $(PREVIOUS_DIR) && mkdir -p $(PREVIOUS_DIR)/src
+	git archive $(PREVIOUS_COMMIT) | tar -x -C $(PREVIOUS_DIR)/src
+	MAKEFLAGS= $(MAKE) -C $(PREVIOUS_DIR)/src build
+
 # OLM's CRDs are read from its module in the Go module cache, at the version that hack/tools/olm
-# pins; the catalog is make catalog's, of bundle/.
+# pins. Its catalog holds the previous release's bundle and this one, which replaces it
+# (hack/catalog, like make catalog's but with both).
+OLM_TEST_CATALOG := $(LOCALBIN)/olm-test-catalog/scheduler-profile-operator/catalog.json
 .PHONY: test-olm
-test-olm: k8s-binaries build $(OLM_TOOLS) catalog ## The real OLM (v0) beside the local simulated cluster: the catalog served by opm, a Subscription, the CSV Succeeded, the operator as OLM's pod with OLM's webhook configuration and certificate, the uninstall.
+test-olm: k8s-binaries build $(OLM_TOOLS) previous-release ## The real OLM (v0) beside the local simulated cluster: the catalog served by opm, a Subscription, the CSV Succeeded, the operator as OLM's pod with OLM's webhook configuration and certificate, the uninstall, the upgrade from the previous release.
+	go run ./hack/catalog --bundle-dir $(PREVIOUS_DIR)/src/bundle --bundle-dir bundle --out $(OLM_TEST_CATALOG)
 	olm="$$(cd hack/tools/olm && go mod download $(OLM_MODULE) && go list -m -f '{{.Dir}}' $(OLM_MODULE))"; \
-	OLM_CRDS="$$olm/deploy/chart/crds" OLM_CATALOG=$(CATALOG) \
-	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/olm/... -count=1 -v -timeout 15m
+	OLM_CRDS="$$olm/deploy/chart/crds" OLM_CATALOG=$(OLM_TEST_CATALOG) OLM_PREVIOUS=$(PREVIOUS_DIR) \
+	LOCALCLUSTER_BIN_DIR=$(K8SBIN) LOCALCLUSTER_SCHEDULER=$(LOCALBIN)/kube-scheduler go test ./test/olm/... -count=1 -v -timeout 20m
 
 # The real-node tier needs root and Debian's packages of make test-deps: without them, it says so
 # and passes before building anything.
@@ -467,7 +491,7 @@ undeploy: $(KUSTOMIZE) ## Remove the operator, its namespace and its CRD (and wi
 
 .PHONY: bundle
 bundle: manifests $(KUSTOMIZE) ## Generate the OLM bundle (bundle/, bundle.Dockerfile) for VERSION and IMG, and the monitoring objects the bundle's operator applies itself (controllers/monitoring/objects.yaml).
-	$(call kustomize-build,config/manifests,$(BUNDLE_OPERATOR_IMG)) | go run ./hack/bundle --version $(VERSION) \
+	$(call kustomize-build,config/manifests,$(BUNDLE_OPERATOR_IMG)) | go run ./hack/bundle --version $(VERSION) --replaces '$(PREVIOUS_VERSION)' \
 		--channels $(CHANNELS) --default-channel $(DEFAULT_CHANNEL) --bundle-dir bundle --dockerfile bundle.Dockerfile
 	$(KUSTOMIZE) build config/manifests/monitoring > controllers/monitoring/objects.yaml
 
@@ -546,7 +570,7 @@ release: $(KUSTOMIZE) $(IMAGE_TAR) $(HELM) ## Write the release of VERSION and I
 	chart="$$(mktemp -d $(LOCALBIN)/chart.XXXXXX)"; trap 'rm -rf "$$chart"' EXIT; \
 	ref="$$(go run ./hack/release image --from $(IMAGE_TAR) --tag $(RELEASE_IMG) --out $(DIST)/$(RELEASE_IMAGE_TAR))"; \
 	($(call kustomize-build,config/default,$$ref)) > $(DIST)/install.yaml; \
-	($(call kustomize-build,config/manifests,$$ref)) | go run ./hack/bundle --version $(VERSION) --channels $(CHANNELS) \
+	($(call kustomize-build,config/manifests,$$ref)) | go run ./hack/bundle --version $(VERSION) --replaces '$(PREVIOUS_VERSION)' --channels $(CHANNELS) \
 		--default-channel $(DEFAULT_CHANNEL) --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --dockerfile $(DIST)/$(RELEASE_BUNDLE)/bundle.Dockerfile; \
 	go run ./hack/catalog --bundle-dir $(DIST)/$(RELEASE_BUNDLE)/bundle --out $(DIST)/$(RELEASE_CATALOG); \
 	$(KUSTOMIZE) build config/default | $(CHART) --image "$$ref" --out "$$chart/$(notdir $(CHART_DIR))"; \

@@ -51,7 +51,10 @@ var scheme = func() *runtime.Scheme {
 
 // options are what the kustomize output does not say.
 type options struct {
-	Version        string
+	Version string
+	// Replaces is the version this one upgrades from (the previous release), or empty: the CSV's
+	// spec.replaces names that version's CSV, so that OLM upgrades a subscription from it.
+	Replaces       string
 	Package        string
 	Channels       []string
 	DefaultChannel string
@@ -267,6 +270,17 @@ func buildCSV(in *input, o options) (*operatorsv1alpha1.ClusterServiceVersion, e
 	if err != nil {
 		return nil, err
 	}
+	var replaces string
+	if o.Replaces != "" {
+		prev, err := parseVersion(o.Replaces)
+		if err != nil {
+			return nil, fmt.Errorf("replaces: %w", err)
+		}
+		if !prev.LT(v.Version) {
+			return nil, fmt.Errorf("replaces: version %s is not older than %s", o.Replaces, o.Version)
+		}
+		replaces = o.Package + ".v" + o.Replaces
+	}
 	if err := checkOwnedCRDs(in.base.Spec.CustomResourceDefinitions.Owned, in.crds); err != nil {
 		return nil, err
 	}
@@ -296,6 +310,7 @@ func buildCSV(in *input, o options) (*operatorsv1alpha1.ClusterServiceVersion, e
 	metav1.SetMetaDataAnnotation(&csv.ObjectMeta, "alm-examples", examples)
 	metav1.SetMetaDataAnnotation(&csv.ObjectMeta, "containerImage", managerImage(pod))
 	csv.Spec.Version = v
+	csv.Spec.Replaces = replaces
 	csv.Spec.InstallStrategy = operatorsv1alpha1.NamedInstallStrategy{StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment, StrategySpec: *install}
 	csv.Spec.RelatedImages = images
 	csv.Spec.WebhookDefinitions = webhooks

@@ -191,6 +191,11 @@ func TestBuildCSV(t *testing.T) {
 			},
 		},
 		{
+			name:    "the previous release it replaces",
+			options: func(o *options) { o.Replaces = "1.2.2" },
+			want:    func(csv *operatorsv1alpha1.ClusterServiceVersion) { csv.Spec.Replaces = "op.v1.2.2" },
+		},
+		{
 			name: "what the base says of the version, install strategy and images is replaced",
 			mutate: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 				base := find(t, objs, "ClusterServiceVersion", "placeholder")
@@ -382,6 +387,16 @@ func TestGenerateRefuses(t *testing.T) {
 		options func(o *options)
 		wantErr string
 	}{
+		{
+			name:    "a replaced version that is not older",
+			options: func(o *options) { o.Replaces = "1.2.3" },
+			wantErr: "replaces: version 1.2.3 is not older than 1.2.3",
+		},
+		{
+			name:    "a replaced version that is not semver",
+			options: func(o *options) { o.Replaces = "v1.2" },
+			wantErr: `replaces: version "v1.2"`,
+		},
 		{
 			name: "an object with no place in the bundle",
 			mutate: func(t *testing.T, objs []*unstructured.Unstructured) []*unstructured.Unstructured {

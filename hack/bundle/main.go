@@ -32,6 +32,7 @@ func run(args []string, stdin io.Reader) error {
 	var o options
 	var channels, bundleDir, dockerfile string
 	fs.StringVar(&o.Version, "version", "", "The operator version (semver, without a leading v).")
+	fs.StringVar(&o.Replaces, "replaces", "", "The version this one upgrades from (the previous release), which the CSV's spec.replaces names; empty for none.")
 	fs.StringVar(&o.Package, "package", "scheduler-profile-operator", "The OLM package name.")
 	fs.StringVar(&channels, "channels", "", "The channels of the bundle, comma-separated.")
 	fs.StringVar(&o.DefaultChannel, "default-channel", "", "The default channel of the package.")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -190,33 +191,42 @@ type (
 	}
 )
 
-// render is the catalog of b: the package, one document per channel (sorted) with b as its one
-// entry, and the bundle, each a JSON document indented as opm writes them.
-func render(b *bundle) ([]byte, error) {
-	if !slices.Contains(b.channels, b.defaultChannel) {
-		return nil, fmt.Errorf("the default channel %q is not one of the bundle's channels %v", b.defaultChannel, b.channels)
+// render is the catalog of bundles, oldest first (each later one an upgrade of those before it):
+// the package, whose default channel is the newest bundle's; one document per channel (sorted)
+// whose entries are the bundles in that channel, in the order given; and each bundle, each a JSON
+// document indented as opm writes them.
+func render(bundles ...*bundle) ([]byte, error) {
+	if len(bundles) == 0 {
+		return nil, errors.New("no bundle")
 	}
-	if b.version == "" {
-		return nil, errors.New("the ClusterServiceVersion has no spec.version")
+	newest := bundles[len(bundles)-1]
+	docs := []any{pkgDoc{Schema: schemaPackage, Name: newest.pkg, DefaultChannel: newest.defaultChannel}}
+	entries := map[string][]channelEntry{}
+	names := map[string]bool{}
+	for _, b := range bundles {
+		if !slices.Contains(b.channels, b.defaultChannel) {
+			return nil, fmt.Errorf("%s: the default channel %q is not one of the bundle's channels %v", b.name, b.defaultChannel, b.channels)
+		}
+		if b.version == "" {
+			return nil, fmt.Errorf("%s: the ClusterServiceVersion has no spec.version", b.name)
+		}
+		if b.pkg != newest.pkg {
+			return nil, fmt.Errorf("%s is of package %q, %s of %q: a catalog here holds one package", b.name, b.pkg, newest.name, newest.pkg)
+		}
+		if names[b.name] {
+			return nil, fmt.Errorf("bundle %s given twice", b.name)
+		}
+		names[b.name] = true
+		for _, c := range slices.Compact(slices.Sorted(slices.Values(b.channels))) {
+			entries[c] = append(entries[c], channelEntry{Name: b.name, Replaces: b.replaces, SkipRange: b.skipRange})
+		}
 	}
-	docs := []any{pkgDoc{Schema: schemaPackage, Name: b.pkg, DefaultChannel: b.defaultChannel}}
-	channels := slices.Sorted(slices.Values(b.channels))
-	for _, c := range slices.Compact(channels) {
-		entry := channelEntry{Name: b.name, Replaces: b.replaces, SkipRange: b.skipRange}
-		docs = append(docs, channelDoc{Schema: schemaChannel, Name: c, Package: b.pkg, Entries: []channelEntry{entry}})
+	for _, c := range slices.Sorted(maps.Keys(entries)) {
+		docs = append(docs, channelDoc{Schema: schemaChannel, Name: c, Package: newest.pkg, Entries: entries[c]})
 	}
-	props := []property{{Type: propertyPackage, Value: packageValue{PackageName: b.pkg, Version: b.version}}}
-	gvks := slices.Clone(b.gvks)
-	slices.SortFunc(gvks, func(x, y gvk) int {
-		return strings.Compare(x.Group+"/"+x.Kind+"/"+x.Version, y.Group+"/"+y.Kind+"/"+y.Version)
-	})
-	for _, g := range gvks {
-		props = append(props, property{Type: propertyGVK, Value: g})
+	for _, b := range bundles {
+		docs = append(docs, bundleDoc{Schema: schemaBundle, Name: b.name, Package: b.pkg, Properties: b.properties()})
 	}
-	for _, obj := range b.objects {
-		props = append(props, property{Type: propertyBundleObject, Value: objectValue{Data: obj}})
-	}
-	docs = append(docs, bundleDoc{Schema: schemaBundle, Name: b.name, Package: b.pkg, Properties: props})
 
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
@@ -228,4 +238,20 @@ func render(b *bundle) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// properties are the bundle's olm.package, olm.gvk (sorted) and olm.bundle.object properties.
+func (b *bundle) properties() []property {
+	props := []property{{Type: propertyPackage, Value: packageValue{PackageName: b.pkg, Version: b.version}}}
+	gvks := slices.Clone(b.gvks)
+	slices.SortFunc(gvks, func(x, y gvk) int {
+		return strings.Compare(x.Group+"/"+x.Kind+"/"+x.Version, y.Group+"/"+y.Kind+"/"+y.Version)
+	})
+	for _, g := range gvks {
+		props = append(props, property{Type: propertyGVK, Value: g})
+	}
+	for _, obj := range b.objects {
+		props = append(props, property{Type: propertyBundleObject, Value: objectValue{Data: obj}})
+	}
+	return props
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -209,3 +210,57 @@ func TestRenderRefusesUnknownDefaultChannel(t *testing.T) {
 }
 
 func base64Decode(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }
+
+// TestRenderTwoVersions: the previous release's bundle and this one make one package whose
+// channels list both, oldest first, the newer one replacing the older, and two bundles.
+func TestRenderTwoVersions(t *testing.T) {
+	const previousCSV = `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: op.v1.2.2
+spec:
+  version: 1.2.2
+`
+	previousAnnotations := "annotations:\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n" +
+		"  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.package.v1: op\n"
+	previous := writeBundle(t, previousAnnotations, map[string]string{"csv.yaml": previousCSV})
+	current := writeBundle(t, testAnnotations, map[string]string{"csv.yaml": testCSV, "crd.yaml": testCRD})
+	out := filepath.Join(t.TempDir(), "catalog.json")
+	if err := run([]string{"--bundle-dir", previous, "--bundle-dir", current, "--out", out}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := decodeDocs(t, data)
+	if len(docs) != 5 {
+		t.Fatalf("The catalog has %d documents, want 5 (package, 2 channels, 2 bundles):\n%s", len(docs), data)
+	}
+	newest := map[string]any{"name": "op.v1.2.3", "replaces": "op.v1.2.2", "skipRange": ">=1.0.0 <1.2.3"}
+	wantHead := []map[string]any{
+		{"schema": "olm.package", "name": "op", "defaultChannel": "stable"},
+		// fast is the newer bundle's channel only.
+		{"schema": "olm.channel", "name": "fast", "package": "op", "entries": []any{newest}},
+		{"schema": "olm.channel", "name": "stable", "package": "op", "entries": []any{map[string]any{"name": "op.v1.2.2"}, newest}},
+	}
+	if diff := cmp.Diff(wantHead, docs[:3]); diff != "" {
+		t.Errorf("Package and channels (-want +got):\n%s", diff)
+	}
+	for i, want := range []string{"op.v1.2.2", "op.v1.2.3"} {
+		if d := docs[3+i]; d["schema"] != "olm.bundle" || d["name"] != want {
+			t.Errorf("Document %d is %v %v, want bundle %s", 3+i, d["schema"], d["name"], want)
+		}
+	}
+	// The same bundle twice, or bundles of two packages, are refused.
+	other := writeBundle(t, strings.ReplaceAll(testAnnotations, "package.v1: op", "package.v1: other"), map[string]string{"csv.yaml": previousCSV})
+	for name, dirs := range map[string][]string{"twice": {current, current}, "two packages": {other, current}} {
+		args := []string{"--out", out}
+		for _, d := range dirs {
+			args = append(args, "--bundle-dir", d)
+		}
+		if err := run(args); err == nil {
+			t.Errorf("run accepted bundles %s", name)
+		}
+	}
+}

@@ -80,7 +80,11 @@ func (r *Runner) startReplica(ctx context.Context, d *appsv1.Deployment, hash, r
 	args := localArgs(d.Spec.Template.Spec.Containers[0].Args, configPath, dir, ports[0])
 	args = append(args, "--bind-address=127.0.0.1",
 		"--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig)
-	proc, err := localcluster.StartProcess(name, r.opts.SchedulerBinary, args, nil, filepath.Join(r.opts.WorkDir, name+".log"), false)
+	binary := r.opts.SchedulerBinary
+	if b, ok := r.opts.SchedulerBinaries[d.Spec.Template.Spec.Containers[0].Image]; ok {
+		binary = b
+	}
+	proc, err := localcluster.StartProcess(name, binary, args, nil, filepath.Join(r.opts.WorkDir, name+".log"), false)
 	if err != nil {
 		return nil, err
 	}

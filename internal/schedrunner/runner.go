@@ -33,6 +33,9 @@ type Options struct {
 	Namespace string
 	// SchedulerBinary is bin/kube-scheduler.
 	SchedulerBinary string
+	// SchedulerBinaries run the pods of other images, by the scheduler container's image (the
+	// scheduler of a previous release, for an upgrade); every other image runs SchedulerBinary.
+	SchedulerBinaries map[string]string
 	// Kubeconfig is the cluster's admin kubeconfig. The schedulers take only its server and CA from
 	// it: they authenticate as their Deployment's ServiceAccount, as in a pod.
 	Kubeconfig string

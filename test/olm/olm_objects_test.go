@@ -30,9 +30,10 @@ const (
 )
 
 // subscribe creates namespace ns, an OperatorGroup of every namespace (the CSV supports
-// AllNamespaces and OwnNamespace) and a Subscription of the package's channel in the catalog,
-// approved automatically, as a user installs the operator.
-func subscribe(t *testing.T, ns string) {
+// AllNamespaces and OwnNamespace) and a Subscription of the package's channel in the catalog, as a
+// user installs the operator: of the channel's head, approved automatically, when startingCSV is
+// empty; otherwise from startingCSV on, each InstallPlan approved by hand (approve).
+func subscribe(t *testing.T, ns, startingCSV string) {
 	t.Helper()
 	ctx := context.Background()
 	objs := []client.Object{
@@ -43,8 +44,12 @@ func subscribe(t *testing.T, ns string) {
 			Spec: &operatorsv1alpha1.SubscriptionSpec{
 				CatalogSource: catalogSourceName, CatalogSourceNamespace: olmNamespace,
 				Package: packageName, Channel: channel, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
+				StartingCSV: startingCSV,
 			},
 		},
+	}
+	if startingCSV != "" {
+		objs[2].(*operatorsv1alpha1.Subscription).Spec.InstallPlanApproval = operatorsv1alpha1.ApprovalManual
 	}
 	for _, obj := range objs {
 		if err := k8s.Create(ctx, obj); err != nil {

@@ -69,6 +69,53 @@ func TestOLM(t *testing.T) {
 	})
 	t.Run("MonitoringObjects", func(t *testing.T) { op = testMonitoringObjects(t, ns, op) })
 	t.Run("Uninstall", func(t *testing.T) { testUninstall(t, ns, csvName, op) })
+	t.Run("RemoveWhatStays", func(t *testing.T) { testRemoveWhatStays(t, ns, csvName) })
+}
+
+// testRemoveWhatStays removes what the uninstall leaves, as uninstall.md's OLM section says: the
+// bundle's ClusterRoles, the monitoring objects the operator applied, the admission policies and
+// the CRDs; with the CRDs go the profiles, and with them, by their owner references, their
+// scheduler Deployments. Nothing of the operator is left after it (TestOLMUpgrade starts there).
+func testRemoveWhatStays(t *testing.T, ns, csvName string) {
+	const policies = "mutatingadmissionpolicies,mutatingadmissionpolicybindings,validatingadmissionpolicies,validatingadmissionpolicybindings"
+	for _, args := range [][]string{
+		{"delete", "clusterrole", "-l", olmOwnerLabel + "=" + csvName},
+		{"-n", ns, "delete", "servicemonitors,prometheusrules", "-l", "app.kubernetes.io/part-of=scheduler-profile-operator"},
+		{"delete", policies, "-l", "app.kubernetes.io/component=assignment"},
+		{"delete", "crd", "schedulerprofiles.scheduling.schedops.io", "schedulers.scheduling.schedops.io"},
+	} {
+		if out, err := kubectl(args...); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	testutil.Eventually(t, time.Minute, "nothing of the operator left", func(ctx context.Context) error {
+		var left []string
+		for _, what := range []struct {
+			list client.ObjectList
+			opts []client.ListOption
+		}{
+			{&appsv1.DeploymentList{}, []client.ListOption{client.InNamespace(ns)}},
+			{&corev1.ConfigMapList{}, []client.ListOption{client.InNamespace(ns), client.HasLabels{schedulingv1alpha1.LabelProfile}}},
+			{&rbacv1.ClusterRoleList{}, []client.ListOption{client.MatchingLabels{olmOwnerLabel: csvName}}},
+			{&rbacv1.ClusterRoleBindingList{}, []client.ListOption{client.MatchingLabels{"app.kubernetes.io/managed-by": schedulingv1alpha1.FieldManager}}},
+			{&admissionregistrationv1.MutatingAdmissionPolicyList{}, []client.ListOption{client.MatchingLabels{"app.kubernetes.io/managed-by": schedulingv1alpha1.FieldManager}}},
+			{&apiextensionsv1.CustomResourceDefinitionList{}, []client.ListOption{client.MatchingFields{"metadata.name": "schedulerprofiles.scheduling.schedops.io"}}},
+		} {
+			if err := k8s.List(ctx, what.list, what.opts...); err != nil {
+				return err
+			}
+			left = append(left, itemNames(what.list)...)
+		}
+		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+			if n, err := countMonitoring(ctx, ns, kind); err != nil || n > 0 {
+				left = append(left, fmt.Sprintf("%d %ss (%v)", n, kind, err))
+			}
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("left: %v", left)
+		}
+		return nil
+	})
 }
 
 // countMonitoring counts the objects of the Prometheus Operator's kind in ns.
@@ -110,7 +157,7 @@ func testMonitoringObjects(t *testing.T, ns string, op *operatorPod) *operatorPo
 func install(t *testing.T, ns string) string {
 	t.Helper()
 	start := time.Now()
-	subscribe(t, ns)
+	subscribe(t, ns, "")
 	plan := waitInstallPlan(t, ns, operatorsv1alpha1.InstallPlanPhaseComplete, installTimeout)
 	t.Logf("InstallPlan %s Complete after %s", plan.Name, time.Since(start).Round(time.Second))
 	if len(plan.Spec.ClusterServiceVersionNames) != 1 {

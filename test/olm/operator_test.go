@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,6 +46,8 @@ const (
 // operatorPod is bin/manager running as the pod of the Deployment OLM made.
 type operatorPod struct {
 	proc *localcluster.Process
+	// binary is the manager it runs: the previous release's or this tree's, by the image.
+	binary string
 	// webhook is whether it serves the webhook where the apiserver calls it (port 443).
 	webhook bool
 	// metrics is the URL of its metrics, plain HTTP on 127.0.0.1.
@@ -91,18 +94,18 @@ func startOperatorPod(t *testing.T, ns string) *operatorPod {
 		t.Fatal(err)
 	}
 	webhook := canBind(webhookPort)
-	args := operatorArgs(container.Args, ports[0], ports[1], certDir, webhook)
+	manager := managerOf(container.Image)
+	args := operatorArgs(container.Args, ports[0], ports[1], certDir, webhook, hasFlag(t, manager, "webhook-host"))
 	if webhook {
 		routeWebhookService(t, ns)
 	} else {
 		t.Logf("Port %d of localhost cannot be bound (not root): the operator runs without its webhook", webhookPort)
 	}
-	manager := filepath.Join(paths.Root, "bin", "manager")
-	proc, err := localcluster.StartProcess("manager", manager, args, env, filepath.Join(dir, "manager.log"), false)
+	proc, err := localcluster.StartProcess("manager", manager, args, env, filepath.Join(dir, "manager-"+strconv.Itoa(int(time.Now().UnixMilli()))+".log"), false)
 	if err != nil {
 		t.Fatalf("Starting the operator: %v", err)
 	}
-	p := &operatorPod{proc: proc, webhook: webhook, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])}
+	p := &operatorPod{proc: proc, binary: manager, webhook: webhook, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])}
 	t.Cleanup(p.stop)
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0])
 	err = testutil.Poll(ctx, operatorReadyTimeout, func(ctx context.Context) error {
@@ -117,9 +120,30 @@ func startOperatorPod(t *testing.T, ns string) *operatorPod {
 	return p
 }
 
+// managerOf is the operator binary of a container image: the previous release's bin/manager
+// for its image, bin/manager of this tree for any other.
+func managerOf(image string) string {
+	if image == previous.image {
+		return previous.manager
+	}
+	return filepath.Join(paths.Root, "bin", "manager")
+}
+
+// hasFlag reports whether the program at path has the flag name, as its -h lists it: the
+// previous release's manager has no --webhook-host.
+func hasFlag(t *testing.T, path, name string) bool {
+	t.Helper()
+	out, _ := exec.Command(path, "-h").CombinedOutput()
+	if !strings.Contains(string(out), "-metrics-bind-address") {
+		t.Fatalf("%s -h lists no flag of the manager:\n%s", path, out)
+	}
+	return strings.Contains(string(out), "-"+name+" ")
+}
+
 // operatorArgs are the container's arguments with the addresses of a process on this host;
-// metrics are served in plain HTTP, for the test to count the webhook's requests.
-func operatorArgs(container []string, healthPort, metricsPort int, certDir string, webhook bool) []string {
+// metrics are served in plain HTTP, for the test to count the webhook's requests. The webhook
+// listens on localhost where the manager has --webhook-host (on every address otherwise).
+func operatorArgs(container []string, healthPort, metricsPort int, certDir string, webhook, webhookHost bool) []string {
 	var args []string
 	for _, a := range container {
 		switch {
@@ -133,7 +157,10 @@ func operatorArgs(container []string, healthPort, metricsPort int, certDir strin
 		args = append(args, a)
 	}
 	if webhook {
-		return append(args, "--webhook-host=localhost", "--webhook-port="+strconv.Itoa(webhookPort), "--webhook-cert-dir="+certDir)
+		if webhookHost {
+			args = append(args, "--webhook-host=localhost")
+		}
+		return append(args, "--webhook-port="+strconv.Itoa(webhookPort), "--webhook-cert-dir="+certDir)
 	}
 	return append(args, "--enable-webhook=false")
 }

@@ -15,8 +15,13 @@
 // localhost:443, where the manager serves (so the webhook steps need root, or the capability to
 // bind port 443; without it they are skipped and say so).
 //
+// The catalog holds the previous release's bundle too, which this one replaces: TestOLMUpgrade
+// installs that release (its bin/manager and bin/kube-scheduler, built from its commit, run as
+// its pods) and has OLM upgrade it to this one.
+//
 // The tier needs bin/k8s/olm, bin/k8s/catalog and bin/k8s/opm, OLM's CRDs from its module
-// (OLM_CRDS) and the catalog (OLM_CATALOG); make test-olm builds and sets them all.
+// (OLM_CRDS), the catalog (OLM_CATALOG) and the previous release's tree and binaries
+// (OLM_PREVIOUS); make test-olm builds and sets them all.
 package olm
 
 import (
@@ -26,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/schedops/scheduler-profile-operator/internal/localcluster"
 	"github.com/schedops/scheduler-profile-operator/internal/operatorenv"
@@ -48,6 +55,8 @@ var (
 	paths operatorenv.Paths
 	// olm is OLM: its two operators and opm.
 	olm *olmProcesses
+	// previous is the previous release.
+	previous previousRelease
 	// workDir holds the cluster's files and every process's log; it is removed when every test
 	// passed, and kept for a look otherwise.
 	workDir string
@@ -62,6 +71,8 @@ func newScheme() *runtime.Scheme {
 }
 
 func TestMain(m *testing.M) {
+	// The tests' watch clients log nothing.
+	ctrllog.SetLogger(logr.Discard())
 	os.Exit(testutil.RunSuite(m, "olm", setUp, tearDown, func() string { return workDir }))
 }
 
@@ -75,6 +86,9 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if previous, err = findPreviousRelease(); err != nil {
+		return err
+	}
 	if cluster, workDir, err = operatorenv.StartCluster(ctx, paths, "spo-olm-"); err != nil {
 		return err
 	}
@@ -85,9 +99,10 @@ func setUp(ctx context.Context) error {
 	if k8s, err = client.New(cfg, client.Options{Scheme: newScheme()}); err != nil {
 		return err
 	}
-	// The node of OLM's operator Deployment and of the profiles' schedulers.
-	node := localcluster.FakeNode("node", nil, corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	// The node of OLM's operator Deployment, of the profiles' schedulers and of their pods, in a
+	// zone for the spread sample's constraint.
+	node := localcluster.FakeNode("node", map[string]string{corev1.LabelTopologyZone: "zone-a"}, corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("250"),
 	})
 	if err := cluster.CreateNodes(ctx, []*corev1.Node{node}); err != nil {
 		return err

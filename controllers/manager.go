@@ -1,12 +1,18 @@
+// Package controllers is the operator's composition root: SetupManager builds, once, from the
+// operator's settings (ManagerOptions), the planner that the reconcilers and admission share and
+// hands it to the rooms below: the reconcilers (core), namespace assignment (assignment), the
+// previews (preview), the webhooks' admission (admission, through setupWebhook), the certificate
+// copy (certs), the monitoring objects (monitoring) and the metrics (metrics). Callers outside
+// import this package only.
 package controllers
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
+	"github.com/schedops/scheduler-profile-operator/controllers/core"
 	"github.com/schedops/scheduler-profile-operator/controllers/monitoring"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/controllers/preview"
@@ -88,7 +94,7 @@ type ManagerOptions struct {
 func (o ManagerOptions) ControllerRuntimeOptions() ctrl.Options {
 	opts := ctrl.Options{
 		Scheme:                  scheme.New(),
-		Cache:                   CacheOptions(o.Namespace),
+		Cache:                   core.CacheOptions(o.Namespace),
 		Metrics:                 o.metricsServerOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
@@ -114,53 +120,44 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
-	d := Discovery(apis)
+	d := core.Discovery(apis)
 	if o.ServerVersion != nil {
-		d = withServerVersion(apis, o.ServerVersion)
+		d = core.WithServerVersion(apis, o.ServerVersion)
 	}
-	// One processObjects, built here from o, is what both reconcilers and admission plan,
-	// render and apply with: the same settings, thresholds, previews, memos, metrics and upgrade
-	// lock; its APIs, which remember the APIs found served, answer assignment and monitoring too.
-	objects := processObjects{client: mgr.GetClient(), rollout: o.Rollout, upgradeMaxInFlight: o.UpgradeMaxInFlight, upgradeMu: &sync.Mutex{},
-		Planner: plan.Planner{Reader: mgr.GetClient(), APIs: plan.NewServedAPIs(d), Settings: o.settings(), Memos: plan.NewMemos(), Metrics: metrics.New()}}
-	if err := objects.Metrics.Register(ctrlmetrics.Registry); err != nil {
+	// One Planner, built here from o, is what both reconcilers and admission plan and render
+	// with: the same settings, previews, memos and metrics; its APIs, which remember the APIs
+	// found served, answer assignment and monitoring too.
+	planner := plan.Planner{Reader: mgr.GetClient(), APIs: plan.NewServedAPIs(d), Settings: o.settings(), Memos: plan.NewMemos(), Metrics: metrics.New()}
+	if err := planner.Metrics.Register(ctrlmetrics.Registry); err != nil {
 		return fmt.Errorf("registering the operator's metrics: %w", err)
 	}
-	if err := indexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, objects.Memos); err != nil {
+	if err := core.IndexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, planner.Memos); err != nil {
 		return err
 	}
-	if objects.Previews, err = preview.Setup(mgr, o.Preview); err != nil {
+	if planner.Previews, err = preview.Setup(mgr, o.Preview); err != nil {
 		return err
 	}
-	reconciler := newSchedulerProfileReconciler(objects, d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager))
-	reconciler.workers = o.MaxConcurrentReconciles
+	recorder := mgr.GetEventRecorder(schedulingv1alpha1.FieldManager)
 	direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("creating the client of stranded pods: %w", err)
 	}
-	reconciler.stranded = assignment.NewStrandedPods(mgr.GetClient(), direct, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager), objects.Metrics, o.StrandedPodGrace, o.StrandedInterval)
-	if err := mgr.Add(reconciler.stranded); err != nil {
+	stranded := assignment.NewStrandedPods(mgr.GetClient(), direct, recorder, planner.Metrics, o.StrandedPodGrace, o.StrandedInterval)
+	if err := mgr.Add(stranded); err != nil {
 		return fmt.Errorf("adding the finder of stranded pods: %w", err)
 	}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the SchedulerProfile controller: %w", err)
+	if err := core.Setup(mgr, core.Options{Planner: planner, Discovery: d, Rollout: o.Rollout, UpgradeMaxInFlight: o.UpgradeMaxInFlight,
+		Workers: o.MaxConcurrentReconciles, Stranded: stranded, Recorder: recorder}); err != nil {
+		return err
 	}
-	schedulers := newSchedulerReconciler(objects, d, mgr.GetEventRecorder(schedulingv1alpha1.FieldManager))
-	schedulers.workers = o.MaxConcurrentReconciles
-	if err := schedulers.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the Scheduler controller: %w", err)
-	}
-	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, objects.APIs, reconciler.stranded, objects.Memos.ProfilesIn)
+	assign := assignment.NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace, planner.APIs, stranded, planner.Memos.ProfilesIn)
 	if err := assign.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the assignment controller: %w", err)
 	}
 	if o.MonitoringObjects {
-		if err := mgr.Add(&monitoring.Objects{Client: mgr.GetClient(), APIs: objects.APIs, Namespace: o.Namespace, Recheck: o.MonitoringRecheck}); err != nil {
+		if err := mgr.Add(&monitoring.Objects{Client: mgr.GetClient(), APIs: planner.APIs, Namespace: o.Namespace, Recheck: o.MonitoringRecheck}); err != nil {
 			return fmt.Errorf("adding the monitoring objects: %w", err)
 		}
-	}
-	if err := newLeaseReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Namespace).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the Lease controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
@@ -169,7 +166,7 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if o.Webhook != nil {
-		return setupWebhook(mgr, o, objects.Planner)
+		return setupWebhook(mgr, o, planner)
 	}
 	return nil
 }
@@ -177,6 +174,14 @@ func SetupManager(mgr ctrl.Manager, o ManagerOptions) error {
 // settings are the settings of the scheduler processes that o gives.
 func (o ManagerOptions) settings() plan.Settings {
 	return plan.Settings{Namespace: o.Namespace, Image: o.SchedulerImage, AllowedPriorityClasses: o.AllowedPriorityClasses, Caps: o.SchedulerPodCaps, MaxMembers: o.MaxMembersPerScheduler}
+}
+
+// IndexFields adds to a manager's cache the field indexes that the reconcilers and the webhook
+// read through, before the manager starts: SetupManager does, and so does a test that runs a
+// reconciler by hand on the cache of a manager with no controller (its parsed configurations
+// are not remembered; SetupManager indexes with the operator's memos).
+func IndexFields(mgr ctrl.Manager, o ManagerOptions) error {
+	return core.IndexObjects(context.Background(), mgr.GetFieldIndexer(), o.SchedulerImage, nil)
 }
 
 // NewManager returns the operator as main runs it: a manager with o.ControllerRuntimeOptions(),

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
 
@@ -25,7 +26,7 @@ func CacheOptions(namespace string) cache.Options {
 	inNamespace := map[string]cache.Config{namespace: {}}
 	byObject := map[client.Object]cache.ByObject{
 		&rbacv1.ClusterRoleBinding{}: {Label: managed},
-		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, authReaderNamespace: {}}},
+		&rbacv1.RoleBinding{}:        {Label: managed, Namespaces: map[string]cache.Config{namespace: {}, deploy.AuthReaderNamespace: {}}},
 	}
 	// The admission policies of namespace assignment, which the operator keeps.
 	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{},

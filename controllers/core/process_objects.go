@@ -135,19 +135,19 @@ func (r *processObjects) desiredObjects(proc *plan.Process, cfg *profile.Config,
 	s := r.Settings
 	s.Image = image
 	objs := []deploy.Owned{
-		newOwned(proc, buildServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
-		newOwned(proc, buildClusterRoleBinding(proc, s, kubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
-		newOwned(proc, buildClusterRoleBinding(proc, s, volumeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
-		newOwned(proc, buildAuthReaderRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
-		newOwned(proc, buildLeaseRole(proc, s), &rbacv1.Role{}, rbacv1ac.ExtractRole),
-		newOwned(proc, buildLeaseRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
-		newOwned(proc, buildConfigMap(proc, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
-		newOwned(proc, buildService(proc, s), &corev1.Service{}, corev1ac.ExtractService),
+		newOwned(proc, deploy.ServiceAccount(proc, s), &corev1.ServiceAccount{}, corev1ac.ExtractServiceAccount),
+		newOwned(proc, deploy.ClusterRoleBinding(proc, s, deploy.KubeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
+		newOwned(proc, deploy.ClusterRoleBinding(proc, s, deploy.VolumeSchedulerClusterRole), &rbacv1.ClusterRoleBinding{}, rbacv1ac.ExtractClusterRoleBinding),
+		newOwned(proc, deploy.AuthReaderRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
+		newOwned(proc, deploy.LeaseRole(proc, s), &rbacv1.Role{}, rbacv1ac.ExtractRole),
+		newOwned(proc, deploy.LeaseRoleBinding(proc, s), &rbacv1.RoleBinding{}, rbacv1ac.ExtractRoleBinding),
+		newOwned(proc, deploy.ConfigMap(proc, s, cfg), &corev1.ConfigMap{}, corev1ac.ExtractConfigMap),
+		newOwned(proc, deploy.Service(proc, s), &corev1.Service{}, corev1ac.ExtractService),
 	}
 	if plan.Replicas(proc.Run.Replicas) > 1 {
-		objs = append(objs, newOwned(proc, buildPodDisruptionBudget(proc, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
+		objs = append(objs, newOwned(proc, deploy.PodDisruptionBudget(proc, s), &policyv1.PodDisruptionBudget{}, policyv1ac.ExtractPodDisruptionBudget))
 	}
-	return append(objs, newOwned(proc, buildDeployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
+	return append(objs, newOwned(proc, deploy.Deployment(proc, s, cfg), &appsv1.Deployment{}, appsv1ac.ExtractDeployment))
 }
 
 // applyAll applies objs in waves, each once the one before it is done: every object that needs
@@ -257,9 +257,9 @@ func (r *processObjects) removeProcess(ctx context.Context, proc *plan.Process) 
 		&corev1.Service{ObjectMeta: at(ns, proc.Names.Service())},
 		&rbacv1.Role{ObjectMeta: at(ns, proc.Names.LeaseRole())},
 		&rbacv1.RoleBinding{ObjectMeta: at(ns, proc.Names.LeaseRole())},
-		&rbacv1.RoleBinding{ObjectMeta: at(authReaderNamespace, proc.Names.AuthReaderBinding())},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.Names.ClusterRoleBinding(kubeSchedulerClusterRole[len("system:"):]))},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.Names.ClusterRoleBinding(volumeSchedulerClusterRole[len("system:"):]))},
+		&rbacv1.RoleBinding{ObjectMeta: at(deploy.AuthReaderNamespace, proc.Names.AuthReaderBinding())},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.Names.ClusterRoleBinding(deploy.KubeSchedulerClusterRole[len("system:"):]))},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: at("", proc.Names.ClusterRoleBinding(deploy.VolumeSchedulerClusterRole[len("system:"):]))},
 	}
 	var cms corev1.ConfigMapList
 	if err := r.client.List(ctx, &cms, client.InNamespace(ns), ownedBy(proc)); err != nil {
@@ -381,7 +381,7 @@ func (r *processObjects) rollbackDeployment(ctx context.Context, proc *plan.Proc
 			return nil, refused, err
 		}
 	}
-	d := deploymentWith(proc, r.Settings, rollbackTemplate(rs))
+	d := deploy.DeploymentWith(proc, r.Settings, rollbackTemplate(rs))
 	stampApplied(d, live, time.Now())
 	oneLeaderStrategy(proc, d, live)
 	markImageRollback(d, failedImage)

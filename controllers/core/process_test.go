@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
@@ -44,7 +45,7 @@ func TestOneLeaderStrategy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			proc := dedicated(p)
-			desired := buildDeployment(proc, testSettings, testConfig(t, p))
+			desired := deploy.Deployment(proc, testSettings, testConfig(t, p))
 			oneLeaderStrategy(proc, desired, tc.live)
 			if got := *desired.Spec.Strategy.Type; got != tc.want {
 				t.Errorf("strategy %s, want %s", got, tc.want)
@@ -84,7 +85,7 @@ func TestKeepLease(t *testing.T) {
 	if !strings.Contains(string(legacy.YAML), "resourceName: binpack\n") {
 		t.Errorf("the held configuration is not on the legacy lease:\n%s", legacy.YAML)
 	}
-	tmpl := typed[appsv1.Deployment](t, buildDeployment(held, testSettings, legacy)).Spec.Template
+	tmpl := testutil.Typed[appsv1.Deployment](t, deploy.Deployment(held, testSettings, legacy)).Spec.Template
 	if lease, ok := tmpl.Annotations[schedulingv1alpha1.AnnotationLease]; ok {
 		t.Errorf("the held template names the lease %q", lease)
 	}
@@ -99,7 +100,7 @@ func TestKeepLease(t *testing.T) {
 	if err != nil || same != proc || sameCfg != cfg {
 		t.Errorf("a step that keeps no lease changed the pass: %v", err)
 	}
-	tmpl = typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg)).Spec.Template
+	tmpl = testutil.Typed[appsv1.Deployment](t, deploy.Deployment(proc, testSettings, cfg)).Spec.Template
 	if got := tmpl.Annotations[schedulingv1alpha1.AnnotationLease]; got != "schedops-binpack" {
 		t.Errorf("the template names the lease %q", got)
 	}
@@ -130,7 +131,7 @@ func TestRollbackToTheLegacyLeaseStopsTheWave(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rollback := buildDeployment(proc, ss, cfg)
+			rollback := deploy.Deployment(proc, ss, cfg)
 			markImageRollback(rollback, image)
 			if got := rollback.Annotations[schedulingv1alpha1.AnnotationImageRolledBack] == image; got != tc.wantMark {
 				t.Errorf("marked %v, want %v (annotations %v)", got, tc.wantMark, rollback.Annotations)

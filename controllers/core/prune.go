@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,7 +20,7 @@ import (
 )
 
 // pruneConfigMaps deletes the process's ConfigMaps that neither the current configuration nor any
-// ReplicaSet of its Deployment uses, but keeps the newest keptConfigMaps of those for rollbacks.
+// ReplicaSet of its Deployment uses, but keeps the newest deploy.KeptConfigMaps of those for rollbacks.
 func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *plan.Process, currentHash string) error {
 	inNamespace := client.InNamespace(r.Settings.Namespace)
 	ofProfile := ownedBy(proc)
@@ -41,7 +42,7 @@ func (r *processObjects) pruneConfigMaps(ctx context.Context, proc *plan.Process
 }
 
 // unusedConfigMaps picks the ConfigMaps to delete: owned by the process, not the current one,
-// not mounted by a ReplicaSet, and older than the newest keptConfigMaps such ones.
+// not mounted by a ReplicaSet, and older than the newest deploy.KeptConfigMaps such ones.
 func unusedConfigMaps(proc *plan.Process, cms []corev1.ConfigMap, rss []appsv1.ReplicaSet, currentHash string) []corev1.ConfigMap {
 	used := map[string]bool{proc.Names.ConfigMap(currentHash): true}
 	for _, rs := range rss {
@@ -68,10 +69,10 @@ func unusedConfigMaps(proc *plan.Process, cms []corev1.ConfigMap, rss []appsv1.R
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	if len(unused) <= keptConfigMaps {
+	if len(unused) <= deploy.KeptConfigMaps {
 		return nil
 	}
-	return unused[keptConfigMaps:]
+	return unused[deploy.KeptConfigMaps:]
 }
 
 // generation is the owner generation a ConfigMap was rendered for; 0 if unknown.

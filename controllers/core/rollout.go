@@ -1,9 +1,6 @@
 package core
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/internal/bound"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 )
@@ -202,17 +200,6 @@ func (th RolloutThresholds) podFailure(pod *corev1.Pod, appliedAt, now time.Time
 // reasonCrashLoopBackOff is a container's waiting reason between restarts after it crashed.
 const reasonCrashLoopBackOff = "CrashLoopBackOff"
 
-// revisionOf hashes a pod template: the revision of a Deployment is its template, since a change
-// of config and a change of placement alike make a new ReplicaSet.
-func revisionOf(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
-	data, err := json.Marshal(template)
-	if err != nil {
-		panic(fmt.Sprintf("encoding a pod template: %v", err))
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:10]
-}
-
 // replicaSetOf finds the ReplicaSet of a revision among a Deployment's.
 func replicaSetOf(rss []appsv1.ReplicaSet, revision string) *appsv1.ReplicaSet {
 	for i := range rss {
@@ -253,7 +240,7 @@ func rollbackTemplate(rs *appsv1.ReplicaSet) *corev1ac.PodTemplateSpecApplyConfi
 	t := rs.Spec.Template.DeepCopy()
 	delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	out := corev1ac.PodTemplateSpec()
-	mustConvert(t, out)
+	deploy.MustConvert(t, out)
 	return out
 }
 

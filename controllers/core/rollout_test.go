@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -428,7 +429,7 @@ func TestRollbackChecksConsent(t *testing.T) {
 				t.Fatalf("rollback %v with refusal %q: a rollback is made exactly when it is not refused", rollback, refused)
 			}
 			if rollback != nil {
-				d := typed[appsv1.Deployment](t, rollback.Desired)
+				d := testutil.Typed[appsv1.Deployment](t, rollback.Desired)
 				if got := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision]; got != "r1" {
 					t.Errorf("the rollback applies revision %q, want r1", got)
 				}
@@ -505,7 +506,7 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: testSettings.Namespace, Name: "p-scheduler-1", Labels: proc.SelectorLabels()}}
 	rs.Spec.Template.Labels = proc.SelectorLabels()
 	rs.Spec.Template.Annotations = map[string]string{schedulingv1alpha1.AnnotationRevision: "r1", schedulingv1alpha1.AnnotationLease: proc.LeaseName}
-	rs.Spec.Template.Spec.Containers = []corev1.Container{{Name: schedulerContainer, Image: "example.com/spo:v1"}}
+	rs.Spec.Template.Spec.Containers = []corev1.Container{{Name: deploy.SchedulerContainer, Image: "example.com/spo:v1"}}
 	for _, tc := range []struct {
 		name, mark string
 		wantMark   bool
@@ -526,7 +527,7 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 			if err != nil || refused != "" || rollback == nil {
 				t.Fatalf("rollback %v, refused %q, err %v", rollback, refused, err)
 			}
-			d := typed[appsv1.Deployment](t, rollback.Desired)
+			d := testutil.Typed[appsv1.Deployment](t, rollback.Desired)
 			if got, ok := d.Annotations[schedulingv1alpha1.AnnotationImageRolledBack]; ok != tc.wantMark || (ok && got != testSettings.Image) {
 				t.Errorf("the rollback's mark is %q (set: %v), want set: %v", got, ok, tc.wantMark)
 			}

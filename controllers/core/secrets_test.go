@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -37,7 +38,7 @@ func TestBuildDeploymentMountsExtenderSecrets(t *testing.T) {
 	proc := dedicated(p)
 	proc.Secrets.Hash = "0123456789"
 	proc.Secrets.WithCA = sets.New("b-client")
-	d := typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, testConfig(t, p)))
+	d := testutil.Typed[appsv1.Deployment](t, deploy.Deployment(proc, testSettings, testConfig(t, p)))
 	spec := d.Spec.Template.Spec
 
 	// Only the keys the scheduler reads: a ca.key or anything else in the Secret stays out.
@@ -71,7 +72,7 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 	build := func(hash string) *appsv1.Deployment {
 		proc := dedicated(p)
 		proc.Secrets.Hash = hash
-		return typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg))
+		return testutil.Typed[appsv1.Deployment](t, deploy.Deployment(proc, testSettings, cfg))
 	}
 	before, after := build("aaaaaaaaaa"), build("bbbbbbbbbb")
 	if before.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] == after.Spec.Template.Annotations[schedulingv1alpha1.AnnotationRevision] {
@@ -83,7 +84,7 @@ func TestRotatedSecretRollsOnlyThePods(t *testing.T) {
 	}
 
 	plain := testutil.MakeProfile("plain").Obj()
-	d := typed[appsv1.Deployment](t, buildDeployment(dedicated(plain), testSettings, testConfig(t, plain)))
+	d := testutil.Typed[appsv1.Deployment](t, deploy.Deployment(dedicated(plain), testSettings, testConfig(t, plain)))
 	if _, ok := d.Spec.Template.Annotations[schedulingv1alpha1.AnnotationExtenderSecretsHash]; ok || len(d.Spec.Template.Spec.Volumes) != 2 {
 		t.Errorf("a profile without extender Secrets has annotations %v and %d volumes, want no Secret hash and 2 volumes",
 			d.Spec.Template.Annotations, len(d.Spec.Template.Spec.Volumes))

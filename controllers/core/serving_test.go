@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
@@ -196,8 +197,8 @@ func TestServedNamesOfReadsOnlyItsName(t *testing.T) {
 			p := testutil.MakeProfile(name).Obj()
 			proc := dedicated(p)
 			cfg := testConfig(t, p)
-			cm := typed[corev1.ConfigMap](t, buildConfigMap(proc, testSettings, cfg))
-			d := typed[appsv1.Deployment](t, buildDeployment(proc, testSettings, cfg))
+			cm := testutil.Typed[corev1.ConfigMap](t, deploy.ConfigMap(proc, testSettings, cfg))
+			d := testutil.Typed[appsv1.Deployment](t, deploy.Deployment(proc, testSettings, cfg))
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: name + "-pod", Labels: d.Spec.Template.Labels},
 				Spec: d.Spec.Template.Spec}
 			objs = append(objs, p, cm, d, pod)

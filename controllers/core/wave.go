@@ -229,7 +229,7 @@ func (r *processObjects) runHeld(ctx context.Context, proc *plan.Process, live *
 		if st.upgrade, err = r.upgradeStepOf(ctx, proc); err != nil || st.upgrade.held != "" || st.upgrade.image != r.Settings.Image {
 			return live, st, err
 		}
-		d := deploymentWith(proc, r.Settings, templateOnImage(&live.Spec.Template, r.Settings.Image))
+		d := deploy.DeploymentWith(proc, r.Settings, templateOnImage(&live.Spec.Template, r.Settings.Image))
 		stampApplied(d, live, time.Now())
 		oneLeaderStrategy(proc, d, live)
 		if err := r.applyAll(ctx, []deploy.Owned{newOwned(proc, d, &appsv1.Deployment{}, appsv1ac.ExtractDeployment)}); err != nil {
@@ -282,13 +282,13 @@ func templateOnImage(live *corev1.PodTemplateSpec, image string) *corev1ac.PodTe
 	delete(t.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
 	delete(t.Annotations, schedulingv1alpha1.AnnotationRevision)
 	for i := range t.Spec.Containers {
-		if t.Spec.Containers[i].Name == schedulerContainer {
+		if t.Spec.Containers[i].Name == deploy.SchedulerContainer {
 			t.Spec.Containers[i].Image = image
 		}
 	}
 	out := corev1ac.PodTemplateSpec()
-	mustConvert(t, out)
-	out.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: revisionOf(out)})
+	deploy.MustConvert(t, out)
+	out.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: deploy.Revision(out)})
 	return out
 }
 
@@ -343,7 +343,7 @@ func leased(annotations map[string]string) bool {
 // schedulerImageOf is the image of the scheduler container of a Deployment's template.
 func schedulerImageOf(d *appsv1.Deployment) string {
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name == schedulerContainer {
+		if c.Name == deploy.SchedulerContainer {
 			return c.Image
 		}
 	}
@@ -356,7 +356,7 @@ func desiredImageOf(d *appsv1ac.DeploymentApplyConfiguration) string {
 		return ""
 	}
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name != nil && *c.Name == schedulerContainer && c.Image != nil {
+		if c.Name != nil && *c.Name == deploy.SchedulerContainer && c.Image != nil {
 			return *c.Image
 		}
 	}

@@ -1,6 +1,7 @@
-// Package deploy is the operator's write side: it applies the objects of a scheduler process and
-// of namespace assignment with server-side apply, writing nothing where the operator's fields
-// already have the values it wants.
+// Package deploy is the operator's write side: the pure builders of a scheduler process's objects
+// (its ServiceAccount and bindings, ConfigMap, Deployment, PodDisruptionBudget and metrics
+// Service) and the server-side apply of those and of namespace assignment's objects, which writes
+// nothing where the operator's fields already have the values it wants.
 package deploy
 
 import (

@@ -1,30 +1,24 @@
-package core
+package deploy
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/schedops/scheduler-profile-operator/api/scheme"
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers/deploy"
+	"github.com/schedops/scheduler-profile-operator/controllers/internal/ctltest"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
-	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
 
 // surgeOne is the strategy of every scheduler Deployment: a new pod first, no old one stopped
@@ -33,52 +27,13 @@ var surgeOne = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStr
 	MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(1)),
 }}
 
-var testSettings = plan.Settings{Namespace: "ops", Image: "example.com/spo:v1"}
+var testSettings = ctltest.Settings
 
-// fakeObjects are the reads and writes of the reconcilers and the webhook, on a fake client
-// holding objs.
-func fakeObjects(objs ...client.Object) processObjects {
-	b := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...)
-	for _, i := range plan.FieldIndexes(heldBy(testSettings.Image), nil) {
-		b = b.WithIndex(i.Obj, i.Field, i.Extract)
-	}
-	c := b.Build()
-	return processObjects{client: c, Planner: plan.Planner{Reader: c, Settings: testSettings}}
-}
-
-// createdAt sets a stored object's creation time, which decides name and queue-sort conflicts.
-func createdAt[T client.Object](obj T, minutesAgo int) T {
-	obj.SetCreationTimestamp(metav1.NewTime(time.Now().Add(-time.Duration(minutesAgo) * time.Minute)))
-	return obj
-}
-
-// dedicated is the scheduler process of a profile that runs its own scheduler.
-func dedicated(p *schedulingv1alpha1.SchedulerProfile) *plan.Process {
-	return plan.DedicatedProcess(p, profile.SchedulerName(p))
-}
-
-func testConfig(t *testing.T, p *schedulingv1alpha1.SchedulerProfile) *profile.Config {
-	t.Helper()
-	cfg, err := profile.Render(p, profile.Settings{Namespace: testSettings.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-// typed turns an apply configuration into the typed object it describes.
-func typed[T any](t *testing.T, applyConfig any) *T {
-	t.Helper()
-	data, err := json.Marshal(applyConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := new(T)
-	if err := json.Unmarshal(data, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+// dedicated and testConfig are ctltest's, by their short names.
+var (
+	dedicated  = ctltest.Dedicated
+	testConfig = ctltest.Config
+)
 
 func TestBuildDeployment(t *testing.T) {
 	tolerations := []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
@@ -145,7 +100,7 @@ func TestBuildDeployment(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.profile)
-			d := typed[appsv1.Deployment](t, buildDeployment(dedicated(tc.profile), testSettings, cfg))
+			d := testutil.Typed[appsv1.Deployment](t, Deployment(dedicated(tc.profile), testSettings, cfg))
 			if d.Name != tc.profile.Name+"-scheduler" || d.Namespace != "ops" {
 				t.Errorf("deployment %s/%s", d.Namespace, d.Name)
 			}
@@ -206,7 +161,7 @@ func TestDeploymentIsRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []*schedulingv1alpha1.SchedulerProfile{testutil.MakeProfile("one").Obj(), testutil.MakeProfile("ha").Replicas(2).Obj()} {
-		d := typed[appsv1.Deployment](t, buildDeployment(dedicated(p), testSettings, testConfig(t, p)))
+		d := testutil.Typed[appsv1.Deployment](t, Deployment(dedicated(p), testSettings, testConfig(t, p)))
 		results := evaluator.EvaluatePod(api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}, &d.Spec.Template.ObjectMeta, &d.Spec.Template.Spec)
 		for _, r := range results {
 			if !r.Allowed {
@@ -235,8 +190,8 @@ func allowed(results []policy.CheckResult) bool {
 func TestBuildRBAC(t *testing.T) {
 	p := testutil.MakeProfile("binpack").SchedulerName("team-a").Obj()
 	cfg := testConfig(t, p)
-	for _, role := range []string{kubeSchedulerClusterRole, volumeSchedulerClusterRole} {
-		crb := buildClusterRoleBinding(dedicated(p), testSettings, role)
+	for _, role := range []string{KubeSchedulerClusterRole, VolumeSchedulerClusterRole} {
+		crb := ClusterRoleBinding(dedicated(p), testSettings, role)
 		if *crb.RoleRef.Kind != "ClusterRole" || *crb.RoleRef.Name != role {
 			t.Errorf("ClusterRoleBinding %s binds %s %s", *crb.Name, *crb.RoleRef.Kind, *crb.RoleRef.Name)
 		}
@@ -244,21 +199,21 @@ func TestBuildRBAC(t *testing.T) {
 			t.Errorf("subject %s/%s", *s.Namespace, *s.Name)
 		}
 	}
-	if got := *buildClusterRoleBinding(dedicated(p), testSettings, kubeSchedulerClusterRole).Name; got != "scheduler-profile-operator:binpack:kube-scheduler" {
+	if got := *ClusterRoleBinding(dedicated(p), testSettings, KubeSchedulerClusterRole).Name; got != "scheduler-profile-operator:binpack:kube-scheduler" {
 		t.Errorf("ClusterRoleBinding name %q", got)
 	}
-	rb := buildAuthReaderRoleBinding(dedicated(p), testSettings)
+	rb := AuthReaderRoleBinding(dedicated(p), testSettings)
 	if *rb.Namespace != "kube-system" || *rb.RoleRef.Name != "extension-apiserver-authentication-reader" {
 		t.Errorf("auth reader binding %s/%s -> %s", *rb.Namespace, *rb.Name, *rb.RoleRef.Name)
 	}
-	role := buildLeaseRole(dedicated(p), testSettings)
+	role := LeaseRole(dedicated(p), testSettings)
 	rule := role.Rules[0]
 	if diff := cmp.Diff([]string{"schedops-team-a"}, rule.ResourceNames); diff != "" {
 		t.Errorf("lease Role resourceNames (-want +got):\n%s", diff)
 	}
 	migrating := dedicated(p)
 	migrating.GrantLegacy = true
-	if diff := cmp.Diff([]string{"schedops-team-a", "team-a"}, buildLeaseRole(migrating, testSettings).Rules[0].ResourceNames); diff != "" {
+	if diff := cmp.Diff([]string{"schedops-team-a", "team-a"}, LeaseRole(migrating, testSettings).Rules[0].ResourceNames); diff != "" {
 		t.Errorf("lease Role resourceNames while the legacy lease may run (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(string(cfg.YAML), "resourceName: schedops-team-a\n") {
@@ -269,7 +224,7 @@ func TestBuildRBAC(t *testing.T) {
 func TestBuildConfigMap(t *testing.T) {
 	p := testutil.MakeProfile("binpack").Obj()
 	cfg := testConfig(t, p)
-	cm := typed[corev1.ConfigMap](t, buildConfigMap(dedicated(p), testSettings, cfg))
+	cm := testutil.Typed[corev1.ConfigMap](t, ConfigMap(dedicated(p), testSettings, cfg))
 	if cm.Name != "binpack-config-"+cfg.Hash || !ptr.Deref(cm.Immutable, false) {
 		t.Errorf("ConfigMap %s immutable=%v", cm.Name, cm.Immutable)
 	}
@@ -283,93 +238,13 @@ func TestBuildConfigMap(t *testing.T) {
 
 func TestBuildPodDisruptionBudget(t *testing.T) {
 	p := testutil.MakeProfile("ha").Replicas(2).Obj()
-	pdb := typed[policyv1.PodDisruptionBudget](t, buildPodDisruptionBudget(dedicated(p), testSettings))
+	pdb := testutil.Typed[policyv1.PodDisruptionBudget](t, PodDisruptionBudget(dedicated(p), testSettings))
 	if pdb.Spec.MinAvailable.IntValue() != 1 {
 		t.Errorf("minAvailable = %v", pdb.Spec.MinAvailable)
 	}
 	if diff := cmp.Diff(dedicated(p).SelectorLabels(), pdb.Spec.Selector.MatchLabels); diff != "" {
 		t.Errorf("selector (-want +got):\n%s", diff)
 	}
-}
-
-// TestAppliedObjectsShareNoMaps: an apply decodes the apiserver's answer into its apply
-// configuration, and passes apply at once. So no configuration a pass applies may hold a map of
-// its inputs (the default requests, the cached profile's spec), or the answers of two passes are
-// written into that map together. Here every object of a pass takes an answer with one more key in
-// each of its maps, and a second pass of the same inputs must build what the first built before.
-func TestAppliedObjectsShareNoMaps(t *testing.T) {
-	for _, p := range []*schedulingv1alpha1.SchedulerProfile{
-		testutil.MakeProfile("defaults").Replicas(2).Obj(),
-		testutil.MakeProfile("placed").SchedulerSettings(schedulingv1alpha1.SchedulerSettings{
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
-			},
-			NodeSelector: map[string]string{"pool": "system"},
-		}).Obj(),
-	} {
-		t.Run(p.Name, func(t *testing.T) {
-			r := fakeObjects()
-			proc, cfg := dedicated(p), testConfig(t, p)
-			before := marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.Image))
-			for _, o := range r.desiredObjects(proc, cfg, testSettings.Image) {
-				answer := addKeyToEveryObject(t, o.Desired)
-				if err := json.Unmarshal(answer, o.Desired); err != nil {
-					t.Fatalf("decoding the answer into %T: %v", o.Desired, err)
-				}
-			}
-			if diff := cmp.Diff(before, marshalDesired(t, r.desiredObjects(proc, cfg, testSettings.Image))); diff != "" {
-				t.Errorf("the answers to one pass changed what the next builds (-before +after):\n%s", diff)
-			}
-		})
-	}
-}
-
-func marshalDesired(t *testing.T, objs []deploy.Owned) []string {
-	t.Helper()
-	var out []string
-	for _, o := range objs {
-		data, err := json.Marshal(o.Desired)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, string(data))
-	}
-	return out
-}
-
-// addKeyToEveryObject is obj as JSON with a key "answer-added" of value "1" in each of its
-// objects: a struct's decode ignores it, a map's takes it.
-func addKeyToEveryObject(t *testing.T, obj any) []byte {
-	t.Helper()
-	data, err := json.Marshal(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		t.Fatal(err)
-	}
-	var add func(any)
-	add = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for _, e := range v {
-				add(e)
-			}
-			v["answer-added"] = "1"
-		case []any:
-			for _, e := range v {
-				add(e)
-			}
-		}
-	}
-	add(v)
-	out, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestFeatureGatesArg: the gates reach the scheduler as one sorted --feature-gates argument, so
@@ -384,5 +259,79 @@ func TestFeatureGatesArg(t *testing.T) {
 		if strings.HasPrefix(a, "--feature-gates") {
 			t.Errorf("a profile without gates got %q", a)
 		}
+	}
+}
+
+func TestBuildService(t *testing.T) {
+	https := []corev1.ServicePort{{Name: "https", Port: 10259, TargetPort: intstr.FromString("https"), Protocol: corev1.ProtocolTCP}}
+	tests := []struct {
+		name       string
+		proc       *plan.Process
+		wantName   string
+		wantLabels map[string]string
+		wantPorts  []corev1.ServicePort
+	}{
+		{
+			name:     "a profile's own scheduler",
+			proc:     dedicated(testutil.MakeProfile("binpack").Obj()),
+			wantName: "metrics-binpack-scheduler",
+			wantLabels: map[string]string{
+				"app.kubernetes.io/name": "kube-scheduler", "app.kubernetes.io/instance": "binpack",
+				"app.kubernetes.io/managed-by": "scheduler-profile-operator", "app.kubernetes.io/component": "scheduler",
+				"scheduling.schedops.io/profile": "binpack",
+			},
+			wantPorts: https,
+		},
+		{
+			name:     "a shared Scheduler, named without the dot its Deployment has",
+			proc:     plan.SharedProcess(testutil.MakeScheduler("batch").Replicas(2).Obj()),
+			wantName: "metrics-batch--scheduler",
+			wantLabels: map[string]string{
+				"app.kubernetes.io/name": "kube-scheduler", "app.kubernetes.io/instance": "batch",
+				"app.kubernetes.io/managed-by": "scheduler-profile-operator", "app.kubernetes.io/component": "scheduler",
+				"scheduling.schedops.io/scheduler": "batch",
+			},
+			wantPorts: https,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := testutil.Typed[corev1.Service](t, Service(tc.proc, testSettings))
+			if svc.Name != tc.wantName || svc.Namespace != testSettings.Namespace {
+				t.Errorf("Service %s/%s, want %s/%s", svc.Namespace, svc.Name, testSettings.Namespace, tc.wantName)
+			}
+			if errs := validation.IsDNS1123Label(svc.Name); len(errs) > 0 {
+				t.Errorf("Service name %q is not a DNS-1123 label: %v", svc.Name, errs)
+			}
+			if diff := cmp.Diff(tc.wantLabels, svc.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantPorts, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+			if svc.Spec.ClusterIP != corev1.ClusterIPNone {
+				t.Errorf("clusterIP %q, want a headless Service", svc.Spec.ClusterIP)
+			}
+			// The Service selects exactly the scheduler pods, and its target port is a port
+			// their container declares.
+			d := testutil.Typed[appsv1.Deployment](t, Deployment(tc.proc, testSettings, testConfig(t, testutil.MakeProfile("p").Obj())))
+			if diff := cmp.Diff(d.Spec.Selector.MatchLabels, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-Deployment's +Service's):\n%s", diff)
+			}
+			for k, v := range svc.Spec.Selector {
+				if d.Spec.Template.Labels[k] != v {
+					t.Errorf("the selector %s=%s does not select the scheduler pods %v", k, v, d.Spec.Template.Labels)
+				}
+			}
+			var declared []string
+			for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+				if p.Name == svc.Spec.Ports[0].TargetPort.StrVal && p.ContainerPort == svc.Spec.Ports[0].Port {
+					declared = append(declared, p.Name)
+				}
+			}
+			if len(declared) != 1 {
+				t.Errorf("target port %v is not the container's port %+v", svc.Spec.Ports[0].TargetPort, d.Spec.Template.Spec.Containers[0].Ports)
+			}
+		})
 	}
 }

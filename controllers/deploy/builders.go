@@ -1,15 +1,14 @@
-package core
+package deploy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
-
-	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,51 +21,63 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/utils/ptr"
 
+	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
+	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
+)
+
+// Bootstrap roles that a kube-scheduler needs, bound rather than copied so they follow the
+// cluster's Kubernetes version.
+const (
+	KubeSchedulerClusterRole   = "system:kube-scheduler"
+	VolumeSchedulerClusterRole = "system:volume-scheduler"
+	authReaderRole             = "extension-apiserver-authentication-reader"
+	AuthReaderNamespace        = "kube-system"
 )
 
 // Where the scheduler container finds its configuration and serves its health checks.
 const (
-	// schedulerContainer is the name of the scheduler's container.
-	schedulerContainer = "kube-scheduler"
+	// SchedulerContainer is the name of the scheduler's container.
+	SchedulerContainer = "kube-scheduler"
 	configDir          = "/etc/kubernetes/scheduler"
 	tmpVolume          = "tmp"
 	securePort         = 10259
 	securePortName     = "https"
 )
 
-// keptConfigMaps is how many ConfigMaps no ReplicaSet uses are kept for rollbacks; it is also the
+// KeptConfigMaps is how many ConfigMaps no ReplicaSet uses are kept for rollbacks; it is also the
 // Deployment's revisionHistoryLimit.
-const keptConfigMaps = 3
+const KeptConfigMaps = 3
 
 // defaultLogVerbosity is the scheduler's -v when the profile does not set it.
 const defaultLogVerbosity = 2
 
-func buildServiceAccount(proc *plan.Process, s plan.Settings) *corev1ac.ServiceAccountApplyConfiguration {
+// ServiceAccount is the identity the scheduler pods run as, which the bindings below grant.
+func ServiceAccount(proc *plan.Process, s plan.Settings) *corev1ac.ServiceAccountApplyConfiguration {
 	return corev1ac.ServiceAccount(proc.Names.ServiceAccount(), s.Namespace).WithLabels(proc.Labels())
 }
 
-// buildClusterRoleBinding binds the scheduler's ServiceAccount to a bootstrap ClusterRole.
-func buildClusterRoleBinding(proc *plan.Process, s plan.Settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+// ClusterRoleBinding binds the scheduler's ServiceAccount to a bootstrap ClusterRole.
+func ClusterRoleBinding(proc *plan.Process, s plan.Settings, clusterRole string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
 	return rbacv1ac.ClusterRoleBinding(proc.Names.ClusterRoleBinding(clusterRole[len("system:"):])).
 		WithLabels(proc.Labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(clusterRole)).
 		WithSubjects(serviceAccountSubject(proc, s))
 }
 
-// buildAuthReaderRoleBinding lets the scheduler read the client CA of the cluster, which its
+// AuthReaderRoleBinding lets the scheduler read the client CA of the cluster, which its
 // secure port needs to authenticate requests.
-func buildAuthReaderRoleBinding(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(proc.Names.AuthReaderBinding(), authReaderNamespace).
+func AuthReaderRoleBinding(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(proc.Names.AuthReaderBinding(), AuthReaderNamespace).
 		WithLabels(proc.Labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(authReaderRole)).
 		WithSubjects(serviceAccountSubject(proc, s))
 }
 
-// buildLeaseRole grants the scheduler its own lease and no other: system:kube-scheduler allows
+// LeaseRole grants the scheduler its own lease and no other: system:kube-scheduler allows
 // get and update only on the lease named kube-scheduler. The legacy lease is granted too while
 // pods of a template that uses it may run, so that they keep leading until they stop.
-func buildLeaseRole(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleApplyConfiguration {
+func LeaseRole(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleApplyConfiguration {
 	names := []string{proc.LeaseName}
 	if proc.GrantLegacy {
 		names = append(names, proc.LegacyLease)
@@ -80,7 +91,8 @@ func buildLeaseRole(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleApplyConf
 			WithVerbs("get", "update"))
 }
 
-func buildLeaseRoleBinding(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleBindingApplyConfiguration {
+// LeaseRoleBinding binds LeaseRole to the scheduler's ServiceAccount.
+func LeaseRoleBinding(proc *plan.Process, s plan.Settings) *rbacv1ac.RoleBindingApplyConfiguration {
 	return rbacv1ac.RoleBinding(proc.Names.LeaseRole(), s.Namespace).
 		WithLabels(proc.Labels()).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("Role").WithName(proc.Names.LeaseRole())).
@@ -91,9 +103,9 @@ func serviceAccountSubject(proc *plan.Process, s plan.Settings) *rbacv1ac.Subjec
 	return rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(proc.Names.ServiceAccount()).WithNamespace(s.Namespace)
 }
 
-// buildConfigMap holds one rendered configuration. It is immutable and named after its hash:
+// ConfigMap holds one rendered configuration. It is immutable and named after its hash:
 // a restarted pod of an old ReplicaSet reads exactly the config that was rolled out with it.
-func buildConfigMap(proc *plan.Process, s plan.Settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
+func ConfigMap(proc *plan.Process, s plan.Settings, cfg *profile.Config) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(proc.Names.ConfigMap(cfg.Hash), s.Namespace).
 		WithLabels(proc.Labels()).
 		WithLabels(map[string]string{schedulingv1alpha1.LabelConfigHash: cfg.Hash, schedulingv1alpha1.LabelGeneration: strconv.FormatInt(proc.Owner.GetGeneration(), 10)}).
@@ -101,23 +113,23 @@ func buildConfigMap(proc *plan.Process, s plan.Settings, cfg *profile.Config) *c
 		WithData(map[string]string{plan.ConfigFileKey: string(cfg.YAML)})
 }
 
-// buildDeployment runs the scheduler with the rendered configuration. Leader election is always
+// Deployment runs the scheduler with the rendered configuration. Leader election is always
 // on, so whatever the replica count a rollout starts a new pod first (maxSurge 1), keeps every old
 // one until the new one is ready (maxUnavailable 0), and the new one takes the lease when an old
 // leader releases it on shutdown: the profile is never without a scheduler.
-func buildDeployment(proc *plan.Process, s plan.Settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
-	template := buildPodTemplate(proc, s, cfg)
-	template.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: revisionOf(template)})
-	return deploymentWith(proc, s, template)
+func Deployment(proc *plan.Process, s plan.Settings, cfg *profile.Config) *appsv1ac.DeploymentApplyConfiguration {
+	template := PodTemplate(proc, s, cfg)
+	template.WithAnnotations(map[string]string{schedulingv1alpha1.AnnotationRevision: Revision(template)})
+	return DeploymentWith(proc, s, template)
 }
 
-// deploymentWith is the scheduler Deployment of a process running a given pod template.
-func deploymentWith(proc *plan.Process, s plan.Settings, template *corev1ac.PodTemplateSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+// DeploymentWith is the scheduler Deployment of a process running a given pod template.
+func DeploymentWith(proc *plan.Process, s plan.Settings, template *corev1ac.PodTemplateSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	return appsv1ac.Deployment(proc.Names.Deployment(), s.Namespace).
 		WithLabels(proc.Labels()).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(plan.Replicas(proc.Run.Replicas)).
-			WithRevisionHistoryLimit(keptConfigMaps).
+			WithRevisionHistoryLimit(KeptConfigMaps).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(proc.SelectorLabels())).
 			WithStrategy(appsv1ac.DeploymentStrategy().
 				WithType(appsv1.RollingUpdateDeploymentStrategyType).
@@ -127,7 +139,9 @@ func deploymentWith(proc *plan.Process, s plan.Settings, template *corev1ac.PodT
 			WithTemplate(template))
 }
 
-func buildPodTemplate(proc *plan.Process, s plan.Settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
+// PodTemplate is the scheduler pod: its container, the volumes of its configuration and of the
+// extenders' Secrets, and the placement the owner asks for.
+func PodTemplate(proc *plan.Process, s plan.Settings, cfg *profile.Config) *corev1ac.PodTemplateSpecApplyConfiguration {
 	sched := proc.Run
 	secretVolumes, secretMounts := extenderSecretVolumes(proc)
 	spec := corev1ac.PodSpec().
@@ -194,7 +208,7 @@ func buildContainer(proc *plan.Process, s plan.Settings, secretMounts []*corev1a
 		rr.WithLimits(maps.Clone(resources.Limits))
 	}
 	return corev1ac.Container().
-		WithName(schedulerContainer).
+		WithName(SchedulerContainer).
 		WithImage(s.Image).
 		WithCommand("/kube-scheduler").
 		WithArgs(schedulerArgs(proc)...).
@@ -213,9 +227,9 @@ func buildContainer(proc *plan.Process, s plan.Settings, secretMounts []*corev1a
 		WithVolumeMounts(secretMounts...)
 }
 
-// buildPodDisruptionBudget keeps one scheduler replica through voluntary disruptions; with
+// PodDisruptionBudget keeps one scheduler replica through voluntary disruptions; with
 // leader election any one of them can lead. Only built for more than one replica.
-func buildPodDisruptionBudget(proc *plan.Process, s plan.Settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+func PodDisruptionBudget(proc *plan.Process, s plan.Settings) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
 	return policyv1ac.PodDisruptionBudget(proc.Names.Deployment(), s.Namespace).
 		WithLabels(proc.Labels()).
 		WithSpec(policyv1ac.PodDisruptionBudgetSpec().
@@ -225,19 +239,19 @@ func buildPodDisruptionBudget(proc *plan.Process, s plan.Settings) *policyv1ac.P
 
 func toleration(t corev1.Toleration) *corev1ac.TolerationApplyConfiguration {
 	out := corev1ac.Toleration()
-	mustConvert(t, out)
+	MustConvert(t, out)
 	return out
 }
 
 func affinity(a *corev1.Affinity) *corev1ac.AffinityApplyConfiguration {
 	out := corev1ac.Affinity()
-	mustConvert(a, out)
+	MustConvert(a, out)
 	return out
 }
 
-// mustConvert copies a typed object into its apply configuration, which has the same JSON
+// MustConvert copies a typed object into its apply configuration, which has the same JSON
 // shape; it cannot fail for the core types it is used with.
-func mustConvert(typed, applyConfig any) {
+func MustConvert(typed, applyConfig any) {
 	data, err := json.Marshal(typed)
 	if err != nil {
 		panic(fmt.Sprintf("encoding %T: %v", typed, err))
@@ -287,4 +301,34 @@ func extenderSecretVolumes(proc *plan.Process) ([]*corev1ac.VolumeApplyConfigura
 		mounts = append(mounts, corev1ac.VolumeMount().WithName(volume).WithMountPath(profile.ExtenderSecretDir(name)).WithReadOnly(true))
 	}
 	return volumes, mounts
+}
+
+// Service exposes the scheduler pods' secure port, where kube-scheduler serves /metrics to
+// callers allowed the nonResourceURL, so that one ServiceMonitor selecting the operator's
+// managed-by label scrapes every managed scheduler. It is headless: a scraper reaches each pod
+// (every replica has its own metrics, the leader's are the ones that schedule), and a virtual
+// IP would only balance between them.
+func Service(proc *plan.Process, s plan.Settings) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(proc.Names.Service(), s.Namespace).
+		WithLabels(proc.Labels()).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceTypeClusterIP).
+			WithClusterIP(corev1.ClusterIPNone).
+			WithSelector(proc.SelectorLabels()).
+			WithPorts(corev1ac.ServicePort().
+				WithName(securePortName).
+				WithPort(securePort).
+				WithTargetPort(intstr.FromString(securePortName)).
+				WithProtocol(corev1.ProtocolTCP)))
+}
+
+// Revision hashes a pod template: the revision of a Deployment is its template, since a change
+// of config and a change of placement alike make a new ReplicaSet.
+func Revision(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
+	data, err := json.Marshal(template)
+	if err != nil {
+		panic(fmt.Sprintf("encoding a pod template: %v", err))
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:10]
 }

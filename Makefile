@@ -420,7 +420,9 @@ test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provi
 # The previous release (PREVIOUS_VERSION), for test-olm's upgrade: its tree at its commit
 # (git archive, so this needs a clone with that commit, not a shallow one), its bin/manager and
 # bin/kube-scheduler built by its own Makefile (with this build cache, mostly a link step), and
-# its bundle as it was released.
+# its bundle as it was released. That make is named, not $(MAKE): make -n (hack/maketest's dry
+# run of make test) runs every line with $(MAKE), and this one needs the tree the lines before
+# extract.
 PREVIOUS_DIR := $(LOCALBIN)/previous/v$(PREVIOUS_VERSION)
 .PHONY: previous-release
 previous-release: $(PREVIOUS_DIR)/src/bin/manager ## Build the previous release (PREVIOUS_VERSION, from its commit in hack/releases.txt) into bin/previous/v<version>.
@@ -430,7 +432,7 @@ $(PREVIOUS_DIR)/src/bin/manager: hack/releases.txt
 	@git cat-file -e '$(PREVIOUS_COMMIT)^{commit}' 2>/dev/null || { echo "release $(PREVIOUS_VERSION)'s commit $(PREVIOUS_COMMIT) is not in this clone (a shallow clone?): git fetch --unshallow"; exit 1; }
 	rm -rf $(PREVIOUS_DIR) && mkdir -p $(PREVIOUS_DIR)/src
 	git archive $(PREVIOUS_COMMIT) | tar -x -C $(PREVIOUS_DIR)/src
-	MAKEFLAGS= $(MAKE) -C $(PREVIOUS_DIR)/src build
+	MAKEFLAGS= make -C $(PREVIOUS_DIR)/src build
 
 # OLM's CRDs are read from its module in the Go module cache, at the version that hack/tools/olm
 # pins. Its catalog holds the previous release's bundle and this one, which replaces it

@@ -534,3 +534,46 @@ func TestRollbackKeepsTheStoppedMark(t *testing.T) {
 		})
 	}
 }
+
+func TestOneLeaderStrategy(t *testing.T) {
+	p := testutil.MakeProfile("binpack").Obj()
+	onLease := func(lease string) map[string]string {
+		if lease == "" {
+			return map[string]string{schedulingv1alpha1.AnnotationRevision: "old"}
+		}
+		return map[string]string{schedulingv1alpha1.AnnotationRevision: "old", schedulingv1alpha1.AnnotationLease: lease}
+	}
+	live := func(lease string, strategy appsv1.DeploymentStrategyType, updated int32) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+		d.Spec.Replicas = ptr.To[int32](2)
+		d.Spec.Strategy.Type = strategy
+		d.Spec.Template.Annotations = onLease(lease)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: updated}
+		return d
+	}
+	cases := []struct {
+		name string
+		live *appsv1.Deployment
+		want appsv1.DeploymentStrategyType
+	}{
+		{name: "first apply", want: appsv1.RollingUpdateDeploymentStrategyType},
+		{name: "same lease", live: live("schedops-binpack", appsv1.RollingUpdateDeploymentStrategyType, 2), want: appsv1.RollingUpdateDeploymentStrategyType},
+		{name: "upgrade from the legacy lease", live: live("", appsv1.RollingUpdateDeploymentStrategyType, 2), want: appsv1.RecreateDeploymentStrategyType},
+		{name: "another lease", live: live("binpack", appsv1.RollingUpdateDeploymentStrategyType, 2), want: appsv1.RecreateDeploymentStrategyType},
+		{name: "recreate not done", live: live("schedops-binpack", appsv1.RecreateDeploymentStrategyType, 0), want: appsv1.RecreateDeploymentStrategyType},
+		{name: "recreate done", live: live("schedops-binpack", appsv1.RecreateDeploymentStrategyType, 2), want: appsv1.RollingUpdateDeploymentStrategyType},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			proc := dedicated(p)
+			desired := deploy.Deployment(proc, testSettings, testConfig(t, p))
+			oneLeaderStrategy(proc, desired, tc.live)
+			if got := *desired.Spec.Strategy.Type; got != tc.want {
+				t.Errorf("strategy %s, want %s", got, tc.want)
+			}
+			if tc.want == appsv1.RecreateDeploymentStrategyType && desired.Spec.Strategy.RollingUpdate != nil {
+				t.Errorf("a Recreate strategy with rollingUpdate %+v: the apiserver refuses it", desired.Spec.Strategy.RollingUpdate)
+			}
+		})
+	}
+}

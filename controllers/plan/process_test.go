@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
@@ -117,5 +118,18 @@ func TestLeaseNames(t *testing.T) {
 		if errs := validation.IsDNS1123Subdomain(proc.LeaseName); len(errs) > 0 {
 			t.Errorf("lease %q: %v", proc.LeaseName, errs)
 		}
+	}
+}
+
+// TestLegacyTemplateLease: a template of an operator before the prefix carries no lease
+// annotation and runs on the scheduler name.
+func TestLegacyTemplateLease(t *testing.T) {
+	p := testutil.MakeProfile("p").SchedulerName("team-a").Obj()
+	proc := DedicatedProcess(p, profile.SchedulerName(p))
+	if got := proc.LeaseOf(corev1.PodTemplateSpec{}.Annotations); got != "team-a" {
+		t.Errorf("legacy lease %q, want team-a", got)
+	}
+	if got := proc.LeaseOf(map[string]string{schedulingv1alpha1.AnnotationLease: "schedops-team-a"}); got != "schedops-team-a" {
+		t.Errorf("lease %q", got)
 	}
 }

@@ -54,6 +54,18 @@ spec:
 	} {
 		assignedNamespace(t, c.namespace, c.profile)
 		deploy := workload(c.namespace, test, 3)
+		// The apiserver's policy sees a new namespace, and a newly served name, a moment after
+		// they are written: a dry-run pod of the workload's template until then.
+		testutil.Eventually(t, 60*time.Second, "the policy to assign the pods of "+c.namespace+" to "+c.wantScheduler, func(ctx context.Context) error {
+			probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: c.namespace}, Spec: *deploy.Spec.Template.Spec.DeepCopy()}
+			if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
+				return err
+			}
+			if note := probe.Annotations[schedulingv1alpha1.AnnotationAssignment]; probe.Spec.SchedulerName != c.wantScheduler || !strings.HasPrefix(note, c.wantAnnotation) {
+				return fmt.Errorf("scheduler %q, annotation %q", probe.Spec.SchedulerName, note)
+			}
+			return nil
+		})
 		testutil.Eventually(t, 30*time.Second, "a Deployment in namespace "+c.namespace, func(ctx context.Context) error {
 			return k8s.Create(ctx, deploy)
 		})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -244,7 +245,7 @@ func TestOLMUpgrade(t *testing.T) {
 	if report.maxInFlight != 1 {
 		t.Errorf("%d schedulers were moving to the new image at once at most, want 1 (the wave's --upgrade-max-in-flight)", report.maxInFlight)
 	}
-	if !slices.Equal(report.moved, []string{"binpack", "spread"}) && !slices.Equal(report.moved, []string{"spread", "binpack"}) {
+	if !slices.Equal(slices.Sorted(slices.Values(report.moved)), upgradeProfiles) {
 		t.Errorf("The Deployments that moved to %s: %v, want both profiles'", newSchedulerImage, report.moved)
 	}
 	if seen := reasons.wait(); !seen[schedulingv1alpha1.ReasonUpgradeWaiting] {
@@ -409,12 +410,12 @@ func watchDeployments(t *testing.T, ctx context.Context, c client.WithWatch, ns,
 		for {
 			select {
 			case <-ctx.Done():
-				dw.report.timeline = fmt.Sprintf("%s\n", joinLines(lines))
+				dw.report.timeline = strings.Join(lines, "\n")
 				return
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					dw.report.gaps = append(dw.report.gaps, "the watch of the Deployments ended early, so the rest is unseen")
-					dw.report.timeline = joinLines(lines)
+					dw.report.timeline = strings.Join(lines, "\n")
 					return
 				}
 				d, isDeployment := ev.Object.(*appsv1.Deployment)
@@ -432,14 +433,6 @@ func watchDeployments(t *testing.T, ctx context.Context, c client.WithWatch, ns,
 		}
 	}()
 	return dw
-}
-
-func joinLines(lines []string) string {
-	out := ""
-	for _, l := range lines {
-		out += l + "\n"
-	}
-	return out
 }
 
 // reasonWatch collects the reasons of the profiles' Progressing condition.

@@ -272,14 +272,23 @@ $(CONTROLLER_GEN):
 
 ##@ Test
 
-# The tiers of make test, in the order they run.
-TEST_TIERS := test-unit test-html test-example test-integration test-e2e test-autoscaler test-olm test-example-e2e test-bundle test-monitoring test-node
+# The tiers of make test, in two lanes that run at the same time, the tiers of each one after
+# another: the operator module's tiers, and the tiers of the tools built from modules of their own
+# (Karpenter, OLM, promtool, kubelet, Helm), which that lane compiles while the first one runs.
+# Most of a tier's time is waiting (for an apiserver, a rollout, a node), so the two share 2 cores.
+TEST_LANE_OPERATOR := test-unit test-html test-example test-integration test-e2e test-example-e2e
+TEST_LANE_TOOLS := test-autoscaler test-olm test-bundle test-monitoring test-node
 
-# Tiers run one after another by hack/test-tiers.sh, which prints each one's time at the end; the
-# first that fails stops make test (make -k runs the rest too) and fails it.
+# The binaries tiers of both lanes run, built before the lanes start so that two makes never build
+# one file at once (after make demo, there is nothing to build).
+.PHONY: test-binaries
+test-binaries: k8s-binaries build
+
+# The lanes run by hack/test-tiers.sh, which prints each tier's lane, start and time at the end;
+# the first tier that fails stops make test (make -k runs the rest too) and fails it.
 .PHONY: test
-test: ## Run every test tier and print each one's time; installs nothing (the tiers that need make test-deps say so and pass).
-	@MAKE="$(MAKE)" hack/test-tiers.sh $(TEST_TIERS)
+test: test-binaries ## Run every test tier, in two lanes at once, and print each one's time; installs nothing (the tiers that need make test-deps say so and pass).
+	@MAKE="$(MAKE)" hack/test-tiers.sh $(TEST_LANE_OPERATOR) -- $(TEST_LANE_TOOLS)
 
 # Gates of the tiers that need what make test-deps installs: shell commands that print what is
 # missing, nothing when the tier can run. Without it, the tier prints one line and passes.

@@ -1,6 +1,7 @@
 package maketest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,12 @@ tier-b:
 tier-c:
 	@echo ran tier-c
 `
+
+// row is the pattern of a row of hack/test-tiers.sh's table: the tier, its lane, when it started
+// and its time, what was compiled meanwhile and its result (patterns).
+func row(tier string, lane int, compiled, result string) string {
+	return fmt.Sprintf(`%s +%d +[0-9.ms]+ +[0-9.ms]+ +%s +%s`, tier, lane, compiled, result)
+}
 
 // TestTestTiers: hack/test-tiers.sh prints a row per tier it ran, with what the Go build cache
 // grew by, and a total, and leaves make's exit status and -k as they were: a failing tier fails
@@ -41,19 +48,19 @@ func TestTestTiers(t *testing.T) {
 		{
 			name: "stops at the failing tier",
 			ran:  []string{"tier-a", "tier-b"},
-			rows: []string{`tier-a +\d+\.\ds +3 MB +ok`, `tier-b +\d+\.\ds +0 MB +FAILED \(exit 2\)`},
+			rows: []string{row("tier-a", 1, "3 MB", "ok"), row("tier-b", 1, "0 MB", `FAILED \(exit 2\)`)},
 		},
 		{
 			name:  "keeps going with -k",
 			flags: []string{"-k"},
 			ran:   []string{"tier-a", "tier-b", "tier-c"},
-			rows:  []string{`tier-a +\d+\.\ds +3 MB +ok`, `tier-b +\d+\.\ds +0 MB +FAILED \(exit 2\)`, `tier-c +\d+\.\ds +0 MB +ok`},
+			rows:  []string{row("tier-a", 1, "3 MB", "ok"), row("tier-b", 1, "0 MB", `FAILED \(exit 2\)`), row("tier-c", 1, "0 MB", "ok")},
 		},
 		{
 			name:  "-j is not -k",
 			flags: []string{"-j2"},
 			ran:   []string{"tier-a", "tier-b"},
-			rows:  []string{`tier-a +\d+\.\ds +3 MB +ok`, `tier-b +\d+\.\ds +0 MB +FAILED \(exit 2\)`},
+			rows:  []string{row("tier-a", 1, "3 MB", "ok"), row("tier-b", 1, "0 MB", `FAILED \(exit 2\)`)},
 		},
 	}
 	for _, tc := range tests {
@@ -75,7 +82,7 @@ func TestTestTiers(t *testing.T) {
 			if strings.Join(ran, " ") != strings.Join(tc.ran, " ") {
 				t.Errorf("tiers run: %v, want %v\n%s", ran, tc.ran, out)
 			}
-			table := `(?m)^tier +time +compiled +result\n` + strings.Join(tc.rows, `\n`) + `\ntotal +\d+\.\ds +3 MB$`
+			table := `(?m)^tier +lane +started +time +compiled +result\n` + strings.Join(tc.rows, `\n`) + `\ntotal +\d+\.\ds +3 MB$`
 			if !regexp.MustCompile(table).Match(out) {
 				t.Errorf("no table matching %s in:\n%s", table, out)
 			}
@@ -91,7 +98,7 @@ func TestTestTiersAllPass(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hack/test-tiers.sh: %v\n%s", err, out)
 	}
-	if !regexp.MustCompile(`(?m)^one +\d+\.\ds +\d+ MB +ok\ntwo +\d+\.\ds +\d+ MB +ok\ntotal`).Match(out) {
+	if !regexp.MustCompile(`(?m)^` + row("one", 1, `\d+ MB`, "ok") + `\n` + row("two", 1, `\d+ MB`, "ok") + `\ntotal`).Match(out) {
 		t.Errorf("unexpected table:\n%s", out)
 	}
 }
@@ -130,5 +137,72 @@ func TestTestTiersComparesPackages(t *testing.T) {
 	}
 	if !strings.Contains(out, "make test changed the host's packages") || !strings.Contains(out, "> ii  containerd 1.6.20") {
 		t.Errorf("hack/test-tiers.sh does not show the package the tier installed:\n%s", out)
+	}
+}
+
+// lanesMakefile runs two lanes as make test does. slow waits until fast has run, so the test
+// passes only if the lanes run at the same time, and then AFTER seconds; late fails.
+const lanesMakefile = `test:
+	@MAKE="$(MAKE)" $(SCRIPT) slow after-slow -- fast $(LATE)
+slow:
+	@for i in $$(seq 100); do [ -e fast.done ] && break; sleep 0.1; done; [ -e fast.done ] && echo waited for fast; sleep $(AFTER)
+after-slow:
+	@echo ran after-slow
+fast:
+	@touch fast.done; echo ran fast
+late:
+	@echo ran late; exit 4
+`
+
+// TestTestTiersLanes: the lanes separated by "--" run at the same time, each tier's lines with
+// its name in front, and the table gives each tier's lane; a tier that fails in one lane keeps the
+// other lane from starting another tier, and make test fails with its status.
+func TestTestTiersLanes(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join(root, "hack/test-tiers.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(late string) (string, error) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte(lanesMakefile), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// With late, slow ends 2 s after it, so late has failed before after-slow could start.
+		after := "0"
+		if late != "" {
+			after = "2"
+		}
+		cmd := exec.Command("make", "-s", "--no-print-directory", "SCRIPT="+script, "LATE="+late, "AFTER="+after)
+		cmd.Dir = dir
+		cmd.Env = makeEnv("GOCACHE=" + t.TempDir())
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := run("")
+	if err != nil {
+		t.Fatalf("make test: %v\n%s", err, out)
+	}
+	for _, line := range []string{"[fast] ran fast", "[slow] waited for fast", "[after-slow] ran after-slow"} {
+		if !strings.Contains(out, line+"\n") {
+			t.Errorf("no line %q (the lanes did not run at the same time?):\n%s", line, out)
+		}
+	}
+	for _, r := range []string{row("slow", 1, `\d+ MB`, "ok"), row("fast", 2, `\d+ MB`, "ok"), row("after-slow", 1, `\d+ MB`, "ok")} {
+		if !regexp.MustCompile(`(?m)^` + r + `$`).MatchString(out) {
+			t.Errorf("no row matching %s in:\n%s", r, out)
+		}
+	}
+
+	// late fails in lane 2 while slow runs in lane 1: after-slow never starts.
+	out, err = run("late")
+	if exitErr, ok := err.(*exec.ExitError); !ok || exitErr.ExitCode() != 2 {
+		t.Errorf("make test: %v, want exit status 2 (a tier failed)\n%s", err, out)
+	}
+	if !strings.Contains(out, "[late] ran late\n") || strings.Contains(out, "ran after-slow") {
+		t.Errorf("want late run and after-slow not started after late failed:\n%s", out)
+	}
+	if !regexp.MustCompile(`(?m)^` + row("late", 2, `\d+ MB`, `FAILED \(exit 2\)`) + `$`).MatchString(out) {
+		t.Errorf("no failed row of late:\n%s", out)
 	}
 }

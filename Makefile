@@ -274,10 +274,11 @@ $(CONTROLLER_GEN):
 
 # The tiers of make test, in two lanes that run at the same time, the tiers of each one after
 # another: the operator module's tiers, and the tiers of the tools built from modules of their own
-# (Karpenter, OLM, promtool, kubelet, Helm), which that lane compiles while the first one runs.
-# Most of a tier's time is waiting (for an apiserver, a rollout, a node), so the two share 2 cores.
+# (kubelet, Helm, Karpenter, OLM, promtool), which that lane compiles while the first one runs.
+# Much of a tier's time is waiting (for an apiserver, a rollout, a node), so the two share 2 cores;
+# the real node, the longest tier, goes first so that its waiting overlaps the other lane's work.
 TEST_LANE_OPERATOR := test-unit test-html test-example test-integration test-e2e test-example-e2e
-TEST_LANE_TOOLS := test-autoscaler test-olm test-bundle test-monitoring test-node
+TEST_LANE_TOOLS := test-node test-autoscaler test-olm test-bundle test-monitoring
 
 # The binaries tiers of both lanes run, built before the lanes start so that two makes never build
 # one file at once (after make demo, there is nothing to build).

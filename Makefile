@@ -429,8 +429,11 @@ test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provi
 
 # The previous release (PREVIOUS_VERSION), for test-olm's upgrade: its tree at its commit
 # (git archive, so this needs a clone with that commit, not a shallow one), its bin/manager and
-# bin/kube-scheduler built by its own Makefile (with this build cache, mostly a link step), and
-# its bundle as it was released. That make is named, not $(MAKE): make -n (hack/maketest's dry
+# bin/kube-scheduler built by its own Makefile, and its bundle as it was released. It is built with
+# go.build.mod: its go.mod with the modules the operator now requires at a newer version taken at
+# the operator's (hack/followmods; golang.org/x and the like, never its own code), so that the build
+# shares the operator's compiled packages (without it, 1,040 packages of its own after a
+# dependency update of the operator; with it, a link step). That make is named, not $(MAKE): make -n (hack/maketest's dry
 # run of make test) runs every line with $(MAKE), and this one needs the tree the lines before
 # extract.
 PREVIOUS_DIR := $(LOCALBIN)/previous/v$(PREVIOUS_VERSION)
@@ -442,7 +445,10 @@ $(PREVIOUS_DIR)/src/bin/manager: hack/releases.txt
 	@git cat-file -e '$(PREVIOUS_COMMIT)^{commit}' 2>/dev/null || { echo "release $(PREVIOUS_VERSION)'s commit $(PREVIOUS_COMMIT) is not in this clone (a shallow clone?): git fetch --unshallow"; exit 1; }
 	rm -rf $(PREVIOUS_DIR) && mkdir -p $(PREVIOUS_DIR)/src
 	git archive $(PREVIOUS_COMMIT) | tar -x -C $(PREVIOUS_DIR)/src
-	MAKEFLAGS= make -C $(PREVIOUS_DIR)/src build
+	cd $(PREVIOUS_DIR)/src && cp go.mod go.build.mod && cp go.sum go.build.sum
+	follow="$$(go run ./hack/followmods $(PREVIOUS_DIR)/src/go.mod)"; \
+	if [ -n "$$follow" ]; then cd $(PREVIOUS_DIR)/src && go get -modfile=go.build.mod $$follow; fi
+	MAKEFLAGS= GOFLAGS=-modfile=go.build.mod make -C $(PREVIOUS_DIR)/src build
 
 # OLM's CRDs are read from its module in the Go module cache, at the version that hack/tools/olm
 # pins. Its catalog holds the previous release's bundle and this one, which replaces it

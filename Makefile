@@ -432,10 +432,10 @@ test-autoscaler: k8s-binaries build $(K8SBIN)/karpenter ## Karpenter (kwok provi
 # bin/kube-scheduler built by its own Makefile, and its bundle as it was released. It is built with
 # go.build.mod: its go.mod with the modules the operator now requires at a newer version taken at
 # the operator's (hack/followmods; golang.org/x and the like, never its own code), so that the build
-# shares the operator's compiled packages (without it, 1,040 packages of its own after a
-# dependency update of the operator; with it, a link step). That make is named, not $(MAKE): make -n (hack/maketest's dry
-# run of make test) runs every line with $(MAKE), and this one needs the tree the lines before
-# extract.
+# shares the operator's compiled packages (after the operator's last dependency update, 17
+# packages of its own instead of 1,040). That make is named, not $(MAKE): make -n
+# (hack/maketest's dry run of make test) runs every line with $(MAKE), and this one needs the tree
+# the lines before extract.
 PREVIOUS_DIR := $(LOCALBIN)/previous/v$(PREVIOUS_VERSION)
 .PHONY: previous-release
 previous-release: $(PREVIOUS_DIR)/src/bin/manager ## Build the previous release (PREVIOUS_VERSION, from its commit in hack/releases.txt) into bin/previous/v<version>.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/version"
 )
@@ -76,14 +77,6 @@ func Older(have, want map[string]string) ([]Module, error) {
 			older = append(older, Module{Path: path, Have: hv, Want: wv})
 		}
 	}
-	slices.SortFunc(older, func(a, b Module) int {
-		if a.Path < b.Path {
-			return -1
-		}
-		if a.Path > b.Path {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(older, func(a, b Module) int { return strings.Compare(a.Path, b.Path) })
 	return older, nil
 }

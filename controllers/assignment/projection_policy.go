@@ -65,20 +65,24 @@ func projectionVariables(projectTo string, names projectedNames) []admissionregi
 	}
 }
 
-// projectionMutation writes variables.projected as the pod's required node selector terms, and
-// the annotation, when variables.project says so, as one JSON patch: an add replaces what is
-// there, and the pod's other affinity stays.
-var projectionMutation = admissionregistrationv1.Mutation{
-	PatchType: admissionregistrationv1.PatchTypeJSONPatch,
-	JSONPatch: &admissionregistrationv1.JSONPatch{Expression: "!variables.project ? [] : " +
-		"(has(object.metadata.annotations)" +
-		" ? [JSONPatch{op: 'add', path: " + celString("/metadata/annotations/"+strings.ReplaceAll(schedulingv1alpha1.AnnotationProjectedNodeRestrictions, "/", "~1")) +
-		", value: variables.projectionNotes[variables.projectTo]}]" +
-		" : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {" + celString(schedulingv1alpha1.AnnotationProjectedNodeRestrictions) +
-		": variables.projectionNotes[variables.projectTo]}}]) + " +
+// projectionPatch is a CEL list of JSON patch operations that write variables.projected as the
+// pod's required node selector terms, and the annotation, when variables.project says so: an add
+// replaces what is there, and the pod's other affinity stays. annotated says that the pod has
+// annotations when the patch applies (an operation before it in the patch added them); else the
+// patch asks the pod.
+func projectionPatch(annotated bool) string {
+	key := "[JSONPatch{op: 'add', path: " + celString("/metadata/annotations/"+strings.ReplaceAll(schedulingv1alpha1.AnnotationProjectedNodeRestrictions, "/", "~1")) +
+		", value: variables.projectionNotes[variables.projectTo]}]"
+	annotation := key
+	if !annotated {
+		annotation = "(has(object.metadata.annotations) ? " + key +
+			" : [JSONPatch{op: 'add', path: '/metadata/annotations', value: {" + celString(schedulingv1alpha1.AnnotationProjectedNodeRestrictions) +
+			": variables.projectionNotes[variables.projectTo]}}])"
+	}
+	return "(!variables.project ? [] : " + annotation + " + " +
 		"(!has(object.spec.affinity) ? [JSONPatch{op: 'add', path: '/spec/affinity', value: {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': variables.projected}}}}]" +
 		" : !has(object.spec.affinity.nodeAffinity) ? [JSONPatch{op: 'add', path: '/spec/affinity/nodeAffinity', value: {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': variables.projected}}}]" +
-		" : [JSONPatch{op: 'add', path: '/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution', value: {'nodeSelectorTerms': variables.projected}}])"},
+		" : [JSONPatch{op: 'add', path: '/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution', value: {'nodeSelectorTerms': variables.projected}}]))"
 }
 
 // celTerms is node selector terms as a CEL list of maps. The apiserver's CEL wants the values of
@@ -119,7 +123,7 @@ func projectPolicy(names projectedNames) *admissionregistrationv1.MutatingAdmiss
 			MatchConstraints:   &admissionregistrationv1.MatchResources{ResourceRules: podCreates()},
 			MatchConditions:    append(slices.Clone(podUntouched), admissionregistrationv1.MatchCondition{Name: "names-a-restricted-profile", Expression: match}),
 			Variables:          projectionVariables("object.spec.schedulerName", names),
-			Mutations:          []admissionregistrationv1.Mutation{projectionMutation},
+			Mutations:          []admissionregistrationv1.Mutation{jsonPatch(projectionPatch(false))},
 			FailurePolicy:      ptr.To(admissionregistrationv1.Ignore),
 			ReinvocationPolicy: admissionregistrationv1.NeverReinvocationPolicy,
 		},

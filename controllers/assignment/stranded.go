@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,11 @@ const DefaultStrandedInterval = 30 * time.Second
 
 // strandedListPage bounds the pods read per request of the list of pending pods.
 const strandedListPage = 500
+
+// strandedSelectorNames bounds the served names the list of pending pods leaves out by its field
+// selector: with more, the selector would make a long request line, and the pods of the served
+// names past these are read and passed over.
+const strandedSelectorNames = 32
 
 // StrandedPods finds the pods that namespace assignment stranded: pending, bound to no node,
 // assigned by the policy (their annotation is "assigned", or a PodGroup's "assigned (PodGroup
@@ -147,7 +153,7 @@ func (s *StrandedPods) pass(ctx context.Context) (time.Duration, error) {
 	next := s.interval
 	counts := map[string]int32{}
 	seen := map[types.UID]bool{}
-	err := s.eachPendingPod(ctx, func(pod *corev1.Pod) error {
+	err := s.eachPendingPod(ctx, served, func(pod *corev1.Pod) error {
 		name := pod.Spec.SchedulerName
 		if served[name] || !assignedByPolicy(pod) {
 			return nil
@@ -191,11 +197,12 @@ func (s *StrandedPods) pass(ctx context.Context) (time.Duration, error) {
 }
 
 // eachPendingPod calls f with each pod of the cluster that waits for a scheduler other than the
-// default one, a page at a time, so that the pending pods are never all in memory at once.
-func (s *StrandedPods) eachPendingPod(ctx context.Context, f func(*corev1.Pod) error) error {
-	selector := fields.AndSelectors(fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
-		fields.OneTermEqualSelector("spec.nodeName", ""),
-		fields.OneTermNotEqualSelector("spec.schedulerName", schedulingv1alpha1.DefaultSchedulerName))
+// default one and the served names, a page at a time, so that the pending pods are never all in
+// memory at once. The apiserver leaves out the pods of the served names (up to
+// strandedSelectorNames of them): the pods that wait for a running scheduler, however many, are
+// not sent to the operator every pass.
+func (s *StrandedPods) eachPendingPod(ctx context.Context, served map[string]bool, f func(*corev1.Pod) error) error {
+	selector := pendingPodsSelector(served)
 	cont := ""
 	for {
 		var list corev1.PodList
@@ -211,6 +218,23 @@ func (s *StrandedPods) eachPendingPod(ctx context.Context, f func(*corev1.Pod) e
 			return nil
 		}
 	}
+}
+
+// pendingPodsSelector selects the pending pods bound to no node whose scheduler is neither the
+// default one nor one of the first strandedSelectorNames served names, in order.
+func pendingPodsSelector(served map[string]bool) fields.Selector {
+	terms := []fields.Selector{fields.OneTermEqualSelector("status.phase", string(corev1.PodPending)),
+		fields.OneTermEqualSelector("spec.nodeName", ""),
+		fields.OneTermNotEqualSelector("spec.schedulerName", schedulingv1alpha1.DefaultSchedulerName)}
+	for _, name := range slices.Sorted(maps.Keys(served)) {
+		if len(terms) == 3+strandedSelectorNames {
+			break
+		}
+		if name != schedulingv1alpha1.DefaultSchedulerName {
+			terms = append(terms, fields.OneTermNotEqualSelector("spec.schedulerName", name))
+		}
+	}
+	return fields.AndSelectors(terms...)
 }
 
 // assignedByPolicy tells the pods that the assignment policy assigned to the name they have: the

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -146,6 +147,44 @@ func TestProjectionPolicy(t *testing.T) {
 		}
 		return sameProjection(want, assigned)
 	})
+	// The pod's decision and its projection are one patch: a pod with annotations of its own keeps
+	// them, and one that opts out is assigned and not projected.
+	for _, tc := range []struct {
+		name string
+		ann  map[string]string
+		want bool
+	}{
+		{"with an annotation of its own", map[string]string{"team": "a"}, true},
+		{"opted out", map[string]string{schedulingv1alpha1.AnnotationProjectNodeRestrictions: "false"}, false},
+	} {
+		t.Run("assigned, "+tc.name, func(t *testing.T) {
+			mk := func() *corev1.Pod {
+				p := testutil.MakePod("assigned", labelled).Obj()
+				p.Annotations = maps.Clone(tc.ann)
+				return p
+			}
+			got, err := dryRunPod(t.Context(), k.admin, mk())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := mk()
+			want.Spec.SchedulerName = name
+			if wrote := projection.Project(want, r, note); wrote != tc.want {
+				t.Fatalf("projection.Project wrote %t, the case wants %t", wrote, tc.want)
+			}
+			if got.Spec.SchedulerName != name || got.Annotations[schedulingv1alpha1.AnnotationAssignment] != "assigned" {
+				t.Errorf("scheduler %q, annotation %q; want %q, assigned", got.Spec.SchedulerName, got.Annotations[schedulingv1alpha1.AnnotationAssignment], name)
+			}
+			for k, v := range tc.ann {
+				if got.Annotations[k] != v {
+					t.Errorf("the pod's own annotation %s is %q, want %q", k, got.Annotations[k], v)
+				}
+			}
+			if err := sameProjection(want, got); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 
 	// Turned off in the profile: nothing is written, and the scheduler does not roll.
 	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {

@@ -211,64 +211,80 @@ func waitAssigned(ctx context.Context, admin client.Client, ns string) error {
 // creates; prefix starts the names of the phase's pods.
 func measureAssignPhase(ctx context.Context, cs kubernetes.Interface, o options, operatorPID int, prefix string) (assignPhase, error) {
 	p := assignPhase{Creates: map[string][]time.Duration{}, Blocks: map[string][]time.Duration{}, CPU: map[string]blockCPU{}}
-	if err := timeCreates(ctx, cs, o, prefix, &p); err != nil {
+	if err := createBlocks(ctx, cs, o, operatorPID, prefix, &p); err != nil {
 		return p, err
 	}
-	return p, createBlocks(ctx, cs, o, operatorPID, prefix, &p)
+	return p, timeCreates(ctx, cs, o, prefix, &p)
 }
 
-// timeCreates creates o.assignPods pods in each namespace at o.assignRate per second, in four
-// turns of half of them (labelled, unlabelled, unlabelled, labelled), so that a slow phase of the
-// machine falls on both, and records how long each create took.
+// timeCreates creates o.assignPods pods in each namespace, o.assignRate creates per second in
+// all, every other one in the labelled namespace, so that a slow moment of the machine (a
+// neighbour's build, a garbage collection) falls on both alike; it records how long each create
+// took and the pace each namespace held.
 func timeCreates(ctx context.Context, cs kubernetes.Interface, o options, prefix string, p *assignPhase) error {
-	half := o.assignPods / 2
-	for turn, t := range []struct {
-		ns string
-		n  int
-	}{{assignLabelled, half}, {assignUnlabelled, half}, {assignUnlabelled, o.assignPods - half}, {assignLabelled, o.assignPods - half}} {
-		took, paced, err := pacedCreates(ctx, cs, t.ns, fmt.Sprintf("%s-paced-%d", prefix, turn), t.n, o.assignRate)
-		if err != nil {
-			return fmt.Errorf("creating pods in %s at a pace: %w", t.ns, err)
-		}
-		p.Creates[t.ns] = append(p.Creates[t.ns], took...)
-		if p.Paced == 0 || paced < p.Paced {
-			p.Paced = paced
-		}
+	namespaces := []string{assignLabelled, assignUnlabelled}
+	took, all, err := pacedCreates(ctx, cs, namespaces, prefix+"-paced", o.assignPods, o.assignRate)
+	if err != nil {
+		return fmt.Errorf("creating pods at a pace: %w", err)
+	}
+	p.Held = map[string]float64{}
+	for _, ns := range namespaces {
+		p.Creates[ns] = took[ns]
+		p.Held[ns] = float64(o.assignPods) / all[ns].Seconds()
 	}
 	return nil
 }
 
-// pacedCreates creates n pods named prefix-<i> in ns at rate per second, each when its time
-// comes whether the ones before have returned or not, and returns how long each took and the
-// pace held.
-func pacedCreates(ctx context.Context, cs kubernetes.Interface, ns, prefix string, n int, rate float64) ([]time.Duration, float64, error) {
+// pacedCreates creates n pods named prefix-<i> in each of namespaces, rate creates per second in
+// all, the namespaces in turn create by create, each create when its time comes whether the ones
+// before have returned or not. It returns how long each create of each namespace took, and how long
+// each namespace's creates took, from the first create to the last answer.
+func pacedCreates(ctx context.Context, cs kubernetes.Interface, namespaces []string, prefix string, n int, rate float64) (map[string][]time.Duration, map[string]time.Duration, error) {
 	interval := time.Duration(float64(time.Second) / rate)
-	took := make([]time.Duration, n)
-	errs := make(chan error, n)
+	took := make([][]time.Duration, len(namespaces))
+	last := make([]time.Time, len(namespaces))
+	for i := range took {
+		took[i] = make([]time.Duration, n)
+	}
+	var mu sync.Mutex
+	errs := make(chan error, n*len(namespaces))
 	var wg sync.WaitGroup
 	begin := time.Now()
-	for i := range n {
+	for i := range n * len(namespaces) {
 		if d := time.Until(begin.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
 		}
 		if ctx.Err() != nil {
 			break
 		}
+		k, j := i%len(namespaces), i/len(namespaces)
 		wg.Go(func() {
 			start := time.Now()
-			if _, err := cs.CoreV1().Pods(ns).Create(ctx, assignPod(ns, fmt.Sprintf("%s-%05d", prefix, i)), metav1.CreateOptions{}); err != nil {
+			ns := namespaces[k]
+			if _, err := cs.CoreV1().Pods(ns).Create(ctx, assignPod(ns, fmt.Sprintf("%s-%05d", prefix, j)), metav1.CreateOptions{}); err != nil {
 				errs <- err
 			}
-			took[i] = time.Since(start)
+			end := time.Now()
+			took[k][j] = end.Sub(start)
+			mu.Lock()
+			if end.After(last[k]) {
+				last[k] = end
+			}
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	paced := float64(n) / time.Since(begin).Seconds()
 	close(errs)
 	if err := errors.Join(ctx.Err(), <-errs); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	return took, paced, nil
+	byNS, all := map[string][]time.Duration{}, map[string]time.Duration{}
+	for k, ns := range namespaces {
+		byNS[ns] = took[k]
+		// The namespace's first create started at begin + k intervals.
+		all[ns] = last[k].Sub(begin.Add(time.Duration(k) * interval))
+	}
+	return byNS, all, nil
 }
 
 // createBlocks creates o.assignBlocks blocks of o.assignBatch pods in each namespace, as fast as

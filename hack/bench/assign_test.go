@@ -20,38 +20,41 @@ func TestAssignRowsGoals(t *testing.T) {
 		d[98], d[99] = slow, slow
 		return d
 	}
-	// phase has the labelled namespace's p99 at labelledP99 and the unlabelled one's at 4 ms; its
-	// blocks of 500 pods take 1 s in the unlabelled namespace and labelled in the labelled one.
-	phase := func(labelledP99, labelled time.Duration) assignPhase {
+	// phase has the labelled namespace's p99 at labelledP99 and the unlabelled one's at 4 ms, its
+	// pace held at 200/s less slower; its blocks of 500 pods take 1 s in the unlabelled namespace
+	// and labelled in the labelled one.
+	phase := func(labelledP99, labelled time.Duration, slower float64) assignPhase {
 		blocks := func(d time.Duration) []time.Duration { return []time.Duration{d, d} }
-		return assignPhase{Paced: 199,
+		return assignPhase{Held: map[string]float64{assignLabelled: 200 - slower, assignUnlabelled: 200},
 			Creates: map[string][]time.Duration{assignLabelled: creates(labelledP99), assignUnlabelled: creates(4 * time.Millisecond)},
 			Blocks:  map[string][]time.Duration{assignLabelled: blocks(labelled), assignUnlabelled: blocks(time.Second), assignFloor: blocks(1250 * time.Millisecond)},
 			CPU:     map[string]blockCPU{assignLabelled: {ControlPlane: 3 * time.Second}, assignUnlabelled: {ControlPlane: 2 * time.Second}, assignFloor: {ControlPlane: 2 * time.Second}}}
 	}
 	// round has its phase with the operator running as given and the other one within both goals.
-	round := func(labelledP99, labelled time.Duration) assignResult {
+	round := func(labelledP99, labelled time.Duration, slower float64) assignResult {
 		return assignResult{Rate: 200, Pods: 100, Clients: 16, Batch: 500,
-			Phases: []assignPhase{phase(labelledP99, labelled), phase(5*time.Millisecond, time.Second)}}
+			Phases: []assignPhase{phase(labelledP99, labelled, slower), phase(5*time.Millisecond, time.Second, 0)}}
 	}
 	cases := []struct {
 		name          string
 		results       []assignResult
 		wantAdded     float64
 		wantAddedGoal string
+		wantHeld      float64
+		wantHeldGoal  string
 		wantRatio     float64
 		wantRatioGoal string
 	}{
 		{
 			name:      "both met",
-			results:   []assignResult{round(4*time.Millisecond, time.Second), round(5*time.Millisecond, 1030*time.Millisecond), round(30*time.Millisecond, 2*time.Second)},
-			wantAdded: 1, wantAddedGoal: "goal < 2 ms: met",
+			results:   []assignResult{round(4*time.Millisecond, time.Second, 0), round(5*time.Millisecond, 1030*time.Millisecond, 2), round(30*time.Millisecond, 2*time.Second, 50)},
+			wantAdded: 1, wantAddedGoal: "goal < 2 ms: met", wantHeld: 0.99, wantHeldGoal: "goal ≥ 0.97: met",
 			wantRatio: 1000.0 / 1030, wantRatioGoal: "goal ≥ 0.97: met",
 		},
 		{
 			name:      "neither met: the median round misses both",
-			results:   []assignResult{round(4*time.Millisecond, time.Second), round(6*time.Millisecond, 1250*time.Millisecond), round(30*time.Millisecond, 2*time.Second)},
-			wantAdded: 2, wantAddedGoal: "goal < 2 ms: NOT met",
+			results:   []assignResult{round(4*time.Millisecond, time.Second, 0), round(6*time.Millisecond, 1250*time.Millisecond, 10), round(30*time.Millisecond, 2*time.Second, 50)},
+			wantAdded: 2, wantAddedGoal: "goal < 2 ms: NOT met", wantHeld: 0.95, wantHeldGoal: "goal ≥ 0.97: NOT met",
 			wantRatio: 0.8, wantRatioGoal: "goal ≥ 0.97: NOT met",
 		},
 	}
@@ -65,13 +68,16 @@ func TestAssignRowsGoals(t *testing.T) {
 			if added := row(t, running, "  create p99, labelled − unlabelled"); added.Value.Median != tc.wantAdded || !strings.HasPrefix(added.Note, tc.wantAddedGoal+";") {
 				t.Errorf("added p99 %v ms, note %q; want %v ms and %q", added.Value.Median, added.Note, tc.wantAdded, tc.wantAddedGoal)
 			}
-			if ratio := row(t, running, "  labelled / unlabelled"); math.Abs(ratio.Value.Median-tc.wantRatio) > 1e-9 || !strings.HasPrefix(ratio.Note, tc.wantRatioGoal+";") {
+			if held := row(t, running, "  pods created/s, creates at 200/s, labelled / unlabelled"); math.Abs(held.Value.Median-tc.wantHeld) > 1e-9 || !strings.HasPrefix(held.Note, tc.wantHeldGoal+";") {
+				t.Errorf("held pace ratio %v, note %q; want %v and %q", held.Value.Median, held.Note, tc.wantHeld, tc.wantHeldGoal)
+			}
+			if ratio := row(t, running, "  labelled / unlabelled"); math.Abs(ratio.Value.Median-tc.wantRatio) > 1e-9 || !strings.Contains(ratio.Note, tc.wantRatioGoal+",") {
 				t.Errorf("ratio %v, note %q; want %v and %q", ratio.Value.Median, ratio.Note, tc.wantRatio, tc.wantRatioGoal)
 			}
 			if added := row(t, stopped, "  create p99, labelled − unlabelled"); added.Value.Median != 1 || !strings.HasPrefix(added.Note, "goal < 2 ms: met;") {
 				t.Errorf("operator stopped: added p99 %v ms, note %q; want 1 ms, met", added.Value.Median, added.Note)
 			}
-			if first := row(t, stopped, "operator stopped: create p50, labelled namespace"); first.Value.Median != 1 || !strings.Contains(first.Measure, "100 pods at 200/s") {
+			if first := row(t, stopped, "operator stopped: create p50, labelled namespace"); first.Value.Median != 1 || !strings.Contains(first.Measure, "100 pods, creates at 200/s") {
 				t.Errorf("operator stopped: p50 row %q %v ms, want 1 ms of 100 pods at 200/s", first.Measure, first.Value.Median)
 			}
 			if floor := row(t, running, "  floor policy / unlabelled"); floor.Value.Median != 0.8 {

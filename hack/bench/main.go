@@ -170,7 +170,7 @@ func main() {
 	flag.IntVar(&o.simulateCLIPods, "simulate-cli-pods", 50000, "simulate-cli: pending pods of the snapshot, which the profile schedules")
 	flag.IntVar(&o.simulateCLIRounds, "simulate-cli-rounds", 0, "simulate-cli: runs of manager simulate; 0 is --rounds")
 	flag.IntVar(&o.assignPods, "assign-pods", 2000, "assign: pods created at --assign-rate in each namespace and phase, whose creates are timed")
-	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the creates are timed")
+	flag.Float64Var(&o.assignRate, "assign-rate", 200, "assign: pod creates per second while the creates are timed, every other one in the labelled namespace")
 	flag.IntVar(&o.assignClients, "assign-clients", 16, "assign: clients creating pods at once when the rate of creates is measured")
 	flag.IntVar(&o.assignBatch, "assign-batch", 500, "assign: pods per block when the rate of creates is measured")
 	flag.IntVar(&o.assignBlocks, "assign-blocks", 6, "assign: blocks per namespace, phase and round; the namespaces take turns in the order of a balanced Latin square")

@@ -54,8 +54,8 @@ type assignResult struct {
 // assignPhase is what one phase of a round measured.
 type assignPhase struct {
 	// Creates are the durations of each namespace's paced creates, as their client waited for
-	// them; Held is the pace each namespace held, its pods over the time of its turns, each from
-	// its first create to its last one's answer.
+	// them; Held is the pace each namespace held, its pods over the time from its first create to
+	// its last one's answer.
 	Creates map[string][]time.Duration
 	Held    map[string]float64
 	// Blocks are the durations of each namespace's blocks of creates, and CPU the CPU time spent
@@ -194,7 +194,7 @@ func assignPhaseRows(results []assignResult, phase int) []stats.Row {
 			Note: fmt.Sprintf("%d blocks of %d pods per namespace, the namespaces in turn; every pod checked for its scheduler name and annotation", len(first.Phases[phase].Blocks[assignLabelled]), first.Batch)},
 		{Benchmark: name, Measure: fmt.Sprintf("  pods created/s, unlabelled namespace, %d clients", first.Clients), Value: stats.Summarize(rates[assignUnlabelled]), Unit: "pods/s", Decimals: 0},
 		{Benchmark: name, Measure: "  labelled / unlabelled", Value: stats.Summarize(ratio), Decimals: 2,
-			Note: "as many creates as the clients can (the apiserver's capacity): " + stats.Goal(stats.Summarize(ratio).Median, goalAssignRatio) + ", which no mutating policy reaches (floor row); rounds: " + stats.Format(2, ratio)},
+			Note: "as many creates as the clients can (the apiserver's capacity): " + stats.Goal(stats.Summarize(ratio).Median, goalAssignRatio) + "; the floor row is what any mutating policy costs; rounds: " + stats.Format(2, ratio)},
 		{Benchmark: name, Measure: "  CPU per pod, labelled / unlabelled", Value: stats.Summarize(cpuRatio), Decimals: 2,
 			Note: cpuNote},
 		{Benchmark: name, Measure: "  floor policy / unlabelled", Value: stats.Summarize(floorRatio), Decimals: 2,

@@ -71,7 +71,7 @@ func TestAssignRowsGoals(t *testing.T) {
 			if held := row(t, running, "  pods created/s, creates at 200/s, labelled / unlabelled"); math.Abs(held.Value.Median-tc.wantHeld) > 1e-9 || !strings.HasPrefix(held.Note, tc.wantHeldGoal+";") {
 				t.Errorf("held pace ratio %v, note %q; want %v and %q", held.Value.Median, held.Note, tc.wantHeld, tc.wantHeldGoal)
 			}
-			if ratio := row(t, running, "  labelled / unlabelled"); math.Abs(ratio.Value.Median-tc.wantRatio) > 1e-9 || !strings.Contains(ratio.Note, tc.wantRatioGoal+",") {
+			if ratio := row(t, running, "  labelled / unlabelled"); math.Abs(ratio.Value.Median-tc.wantRatio) > 1e-9 || !strings.Contains(ratio.Note, tc.wantRatioGoal+";") {
 				t.Errorf("ratio %v, note %q; want %v and %q", ratio.Value.Median, ratio.Note, tc.wantRatio, tc.wantRatioGoal)
 			}
 			if added := row(t, stopped, "  create p99, labelled − unlabelled"); added.Value.Median != 1 || !strings.HasPrefix(added.Note, "goal < 2 ms: met;") {

@@ -186,13 +186,8 @@ func waitAvailable(t *testing.T, name string, timeout time.Duration) *scheduling
 func TestSamples(t *testing.T) {
 	start := time.Now()
 	// The first call of the webhook through its Service can meet an endpoint that kube-proxy has not
-	// programmed yet ("no route to host"); apply is idempotent, so it is retried.
-	testutil.Eventually(t, 30*time.Second, "kubectl apply -k config/samples", func(context.Context) error {
-		if out, err := runKubectl(t, "", "apply", "-k", filepath.Join(paths.Root, "config", "samples")); err != nil {
-			return fmt.Errorf("%w\n%s", err, out)
-		}
-		return nil
-	})
+	// programmed yet ("no route to host"): applyKubectl tries it again.
+	applyKubectl(t, "", "-k", filepath.Join(paths.Root, "config", "samples"))
 	// The samples' profiles and their schedulerNames.
 	names := map[string]string{"binpack": "binpack", "batch-pool": "batch-pool", "spread": "zone-spread", "shared-binpack": "shared-binpack", "shared-spread": "shared-spread"}
 	for name := range names {
@@ -280,9 +275,7 @@ spec:
 	}
 	apply := func(doc string) {
 		t.Helper()
-		if out, err := runKubectl(t, doc, "apply", "-f", "-"); err != nil {
-			t.Fatalf("kubectl apply: %v\n%s", err, out)
-		}
+		applyKubectl(t, doc, "-f", "-")
 	}
 	apply(profileFor("LeastAllocated"))
 	p := waitAvailable(t, name, 2*time.Minute)

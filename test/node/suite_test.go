@@ -324,6 +324,48 @@ func waitOperator(ctx context.Context, generation int64, timeout time.Duration) 
 	return operatorenv.WaitOperator(ctx, k8s, cluster, paths, generation, timeout)
 }
 
+// applyKubectl runs `kubectl apply` with args and stdin and fails the test if it fails. An apply
+// that the apiserver could not have reviewed by the operator's webhook (its Service's kube-proxy
+// rule not programmed yet, or no answer within the webhook's 5 s timeout, as on a 2-core machine
+// that runs the other lane's tiers meanwhile) is tried again for up to webhookRetries, a second
+// apart, each attempt logged: apply is idempotent, and what a test checks is what follows it. A
+// refusal by the webhook is never tried again.
+func applyKubectl(t *testing.T, stdin string, args ...string) {
+	t.Helper()
+	args = append([]string{"apply"}, args...)
+	deadline := time.Now().Add(webhookRetries)
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		out, err := runKubectl(t, stdin, args...)
+		if err == nil {
+			return
+		}
+		if !webhookUnreached(out) || time.Now().After(deadline) {
+			t.Fatalf("kubectl %s (attempt %d): %v\n%s", strings.Join(args, " "), attempt, err, out)
+		}
+		t.Logf("kubectl %s, attempt %d, failed after %s, tried again: %s", strings.Join(args, " "), attempt, time.Since(start).Round(time.Millisecond), strings.TrimSpace(out))
+		time.Sleep(time.Second)
+	}
+}
+
+// webhookRetries is how long applyKubectl tries again an apply that the webhook did not review.
+const webhookRetries = time.Minute
+
+// webhookUnreached reports whether kubectl's output says that the apiserver could not call the
+// webhook, or got no answer in time: the kube-proxy rule of its Service not programmed yet ("no
+// route to host"), or no answer within the webhook's timeout.
+func webhookUnreached(out string) bool {
+	if !strings.Contains(out, "failed calling webhook") {
+		return false
+	}
+	for _, cause := range []string{"context deadline exceeded", "Client.Timeout", "no route to host", "connection refused"} {
+		if strings.Contains(out, cause) {
+			return true
+		}
+	}
+	return false
+}
+
 // runKubectl runs kubectl with the admin kubeconfig and stdin.
 func runKubectl(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()

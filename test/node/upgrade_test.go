@@ -164,9 +164,7 @@ func ownerConditions(ctx context.Context, d *appsv1.Deployment) ([]metav1.Condit
 func TestUpgradeWave(t *testing.T) {
 	for i := range 6 {
 		doc := fmt.Sprintf("apiVersion: scheduling.schedops.io/v1alpha1\nkind: SchedulerProfile\nmetadata: {name: node-wave-%d}\nspec: {}\n", i)
-		if out, err := runKubectl(t, doc, "apply", "-f", "-"); err != nil {
-			t.Fatalf("kubectl apply: %v\n%s", err, out)
-		}
+		applyKubectl(t, doc, "-f", "-")
 	}
 	t.Cleanup(func() {
 		for i := range 6 {

@@ -131,9 +131,7 @@ func TestHelmChartOnTheRealNode(t *testing.T) {
 	refusesInvalid(t, "helm", "the chart's")
 
 	sample := filepath.Join(paths.Root, "config", "samples", "scheduling_v1alpha1_schedulerprofile_binpack.yaml")
-	if out, err := runKubectl(t, "", "apply", "-f", sample); err != nil {
-		t.Fatalf("kubectl apply -f %s: %v\n%s", sample, err, out)
-	}
+	applyKubectl(t, "", "-f", sample)
 	waitAvailable(t, "binpack", 3*time.Minute)
 	deletePods(t, "helm")
 	bindsPod(t, "helm-binpack", "binpack")

@@ -75,9 +75,7 @@ func TestReleaseOnTheRealNode(t *testing.T) {
 	refusesInvalid(t, "release", "the release's")
 
 	sample := filepath.Join(paths.Root, "config", "samples", "scheduling_v1alpha1_schedulerprofile_binpack.yaml")
-	if out, err := runKubectl(t, "", "apply", "-f", sample); err != nil {
-		t.Fatalf("kubectl apply -f %s: %v\n%s", sample, err, out)
-	}
+	applyKubectl(t, "", "-f", sample)
 	waitAvailable(t, "binpack", 3*time.Minute)
 	var schedulers corev1.PodList
 	if err := k8s.List(ctx, &schedulers, client.InNamespace(namespace), client.HasLabels{"app.kubernetes.io/managed-by"}); err != nil {

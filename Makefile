@@ -78,6 +78,12 @@ LDFLAGS := -s -w $(VERSION_LDFLAGS)
 # tests and control-plane binaries. One setting lets the tiers reuse what make demo compiled.
 CGO_ENABLED ?= 0
 export CGO_ENABLED
+# go test runs without go vet's checks (-vet=off): make verify runs go vet on every package, tests
+# included, and golangci-lint; the checks go test runs first read every package a test imports.
+# After make demo, compiling and linking every test of the operator module took 524 CPU-seconds
+# with them and 312 without (270 and 160 s on 2 cores). go build and go vet ignore the setting.
+GOFLAGS := $(strip $(GOFLAGS) -vet=off)
+export GOFLAGS
 
 GO_SOURCES := $(shell find . -name '*.go' -not -path './bin/*' -not -path './hack/tools/*')
 

@@ -290,10 +290,16 @@ func (r *Planner) CheckMember(p *schedulingv1alpha1.SchedulerProfile, all []sche
 }
 
 // checkAlone renders and validates a member as a process of its own with its Scheduler's settings.
+// A member whose configuration alone is larger than a ConfigMap holds is not validated: no
+// Scheduler can run it, which planMembers refuses (ConfigTooLarge), and building a scheduler of
+// a configuration that large takes seconds, which an admission review does not have.
 func (r *Planner) checkAlone(p *schedulingv1alpha1.SchedulerProfile, proc *Process) memberCheck {
 	entry, cfg, err := r.RenderAlone(p, proc)
 	if err != nil {
 		return memberCheck{invalid: err.Error(), errs: RenderErrors(err)}
+	}
+	if len(cfg.YAML) > MaxConfigBytes {
+		return memberCheck{entry: &entry, aloneBytes: len(cfg.YAML)}
 	}
 	r.Metrics.SchedulerBuilt(metrics.BuildMember)
 	if errs := profile.ValidateWithGates(cfg.YAML, proc.Run.FeatureGates, proc.GatesPath()); len(errs) > 0 {

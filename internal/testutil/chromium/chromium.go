@@ -70,6 +70,7 @@ type Browser struct {
 	urls     map[string]string
 	problems []string
 	loaded   bool
+	stopped  sync.Once
 }
 
 // message is one message of the DevTools protocol: a command, its response or an event.
@@ -108,6 +109,30 @@ func Start(t testing.TB, width, height int) *Browser {
 		skip("%s cannot make a network namespace to load the page in (%v: %s)", strings.Join(isolate, " "), err, strings.TrimSpace(string(out)))
 	}
 
+	// Chromium has been seen to crash while it starts (a segmentation fault answering the first
+	// command, before any page of the tree is loaded), once in many runs on a busy machine: such
+	// a crash says nothing of the page, so Chromium is started again, twice at most, each crash
+	// logged. A crash once a page is open is the page's problem (Inspector.targetCrashed).
+	for attempt := 1; ; attempt++ {
+		b, err := launch(t, bin, isolate, width, height)
+		if err == nil {
+			return b
+		}
+		b.stop() // its stderr is all there once it has exited
+		if !errors.Is(err, errClosed) || attempt == 3 {
+			t.Fatalf("opening a page in %s: %v\nits stderr ends with:\n%s", bin, err, b.stderr)
+		}
+		t.Logf("Chromium exited while it started (attempt %d), starting it again: %v\nits stderr ends with:\n%s", attempt, err, b.stderr)
+	}
+}
+
+// errClosed is Chromium closing its end of the pipe: it exited.
+var errClosed = errors.New("chromium closed the pipe")
+
+// launch starts Chromium and opens its page; it returns the Browser, stopped when the test ends,
+// even when opening the page failed.
+func launch(t testing.TB, bin string, isolate []string, width, height int) (*Browser, error) {
+	t.Helper()
 	// Chromium reads commands from its fd 3 and writes responses and events to its fd 4.
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
@@ -133,10 +158,7 @@ func Start(t testing.TB, width, height int) *Browser {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := b.open(ctx, width, height); err != nil {
-		t.Fatalf("opening a page in %s: %v\nits stderr ends with:\n%s", bin, err, b.stderr)
-	}
-	return b
+	return b, b.open(ctx, width, height)
 }
 
 // open creates the page, attaches to it and enables the events that Load records.
@@ -251,7 +273,7 @@ func (b *Browser) call(ctx context.Context, method string, params, result any) e
 			return fmt.Errorf("%s: %w", method, ctx.Err())
 		case m, ok := <-b.msgs:
 			if !ok {
-				return fmt.Errorf("%s: Chromium closed the pipe: %v", method, b.readErr)
+				return fmt.Errorf("%s: %w: %v", method, errClosed, b.readErr)
 			}
 			if m.ID != id {
 				b.record(m)
@@ -275,7 +297,7 @@ func (b *Browser) pump(ctx context.Context) error {
 		return ctx.Err()
 	case m, ok := <-b.msgs:
 		if !ok {
-			return fmt.Errorf("chromium closed the pipe: %v", b.readErr)
+			return fmt.Errorf("%w: %v", errClosed, b.readErr)
 		}
 		b.record(m)
 		return nil
@@ -363,8 +385,11 @@ func (b *Browser) record(m message) {
 	}
 }
 
-// stop asks Chromium to close and, if it has not within 10 seconds, kills its process group.
-func (b *Browser) stop() {
+// stop asks Chromium to close and, if it has not within 10 seconds, kills its process group;
+// only the first call does.
+func (b *Browser) stop() { b.stopped.Do(b.close) }
+
+func (b *Browser) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	b.session = ""

@@ -69,3 +69,40 @@ func TestLoadRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestStartAgainAfterACrash runs, as $CHROMIUM, a script that exits with a segmentation fault's
+// status its first time (as Chromium was seen to while it started) and runs Chromium after
+// that: Start opens a page in the second Chromium, which loads one.
+func TestStartAgainAfterACrash(t *testing.T) {
+	chromium, err := Binary()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(dir, "chromium")
+	counter := filepath.Join(dir, "starts")
+	body := "#!/bin/sh\necho start >> " + counter + "\n" +
+		"if [ \"$(wc -l < " + counter + ")\" -eq 1 ]; then echo 'Segmentation fault' >&2; exit 139; fi\n" +
+		"exec " + chromium + " \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CHROMIUM", script)
+	b := Start(t, 320, 200)
+	page := filepath.Join(dir, "page.html")
+	if err := os.WriteFile(page, []byte(`<!DOCTYPE html><title>again</title>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.Load(ctx, "file://"+page); err != nil {
+		t.Fatal(err)
+	}
+	var title string
+	if err := b.Eval(ctx, "document.title", &title); err != nil || title != "again" {
+		t.Errorf("document.title = %q, %v; want again", title, err)
+	}
+	if starts, err := os.ReadFile(counter); err != nil || strings.Count(string(starts), "start") != 2 {
+		t.Errorf("Chromium was started %q times (%v), want 2", starts, err)
+	}
+}

@@ -295,7 +295,15 @@ test-binaries: k8s-binaries build
 # the first tier that fails stops make test (make -k runs the rest too) and fails it.
 .PHONY: test
 test: test-binaries ## Run every test tier, in two lanes at once, and print each one's time; installs nothing (the tiers that need make test-deps say so and pass).
-	@MAKE="$(MAKE)" hack/test-tiers.sh $(TEST_LANE_OPERATOR) -- $(TEST_LANE_TOOLS)
+	@MAKE="$(MAKE)" NODE_BACKGROUND_BUILD="$(NODE_BACKGROUND_BUILD)" hack/test-tiers.sh $(TEST_LANE_OPERATOR) -- $(TEST_LANE_TOOLS)
+
+# What the tiers after the real node's in lane 2 build (Karpenter, OLM and opm, the previous
+# release, promtool): make test passes it to that tier, which builds it while its tests run, at the
+# lowest CPU priority, so that the CPU its tests leave while they wait for the node is used (they
+# wait most of their 10 minutes) and the tiers after it start with their tools built. make
+# test-node alone builds none of it.
+NODE_BACKGROUND_BUILD_TARGETS := $(K8SBIN)/karpenter $(OLM_TOOLS) previous-release $(PROMTOOL)
+test: NODE_BACKGROUND_BUILD = $(NODE_BACKGROUND_BUILD_TARGETS)
 
 # Gates of the tiers that need what make test-deps installs: shell commands that print what is
 # missing, nothing when the tier can run. Without it, the tier prints one line and passes.
@@ -476,9 +484,23 @@ test-node: ## Real-node tier (root, make test-deps): the operator from make imag
 	@unmet="$$($(NODE_UNMET))"; if [ -n "$$unmet" ]; then echo "test-node: skipped, the real node needs root and Debian's packages (missing:$$unmet): run make test-deps as root to enable it"; else $(MAKE) test-node-root; fi
 
 .PHONY: test-node-root
+# With NODE_BACKGROUND_BUILD (make test sets it), the tier builds those targets with nice -n 19
+# while its tests run (output in bin/node-background-build.log) and waits for that build before it
+# ends, so that no other make builds one of them at the same time. A failed background build does
+# not fail the tier: the tier that needs the target builds it again and shows the error. The make
+# is named, not $(MAKE), so that make -n prints the line instead of running it.
 test-node-root: k8s-binaries $(K8SBIN)/kubelet $(K8SBIN)/kube-proxy build $(IMAGE_TAR) $(PAUSE_IMAGE_TAR) $(IMAGE_TOOL) $(KUSTOMIZE) $(HELM)
-	$(NODE_TEST_ENV) go test ./test/localcluster -run RealNode -count=1 -v -timeout 10m
-	$(NODE_TEST_ENV) go test ./test/node -count=1 -v -timeout 30m
+	bg=; if [ -n '$(NODE_BACKGROUND_BUILD)' ]; then \
+		echo "test-node: building the later tiers' $(notdir $(NODE_BACKGROUND_BUILD)) with nice -n 19 while the tests run (bin/node-background-build.log)"; \
+		MAKEFLAGS= nice -n 19 make --no-print-directory $(NODE_BACKGROUND_BUILD) >$(LOCALBIN)/node-background-build.log 2>&1 & bg=$$!; \
+	fi; \
+	rc=0; $(NODE_TEST_ENV) go test ./test/localcluster -run RealNode -count=1 -v -timeout 10m || rc=$$?; \
+	if [ $$rc -eq 0 ]; then $(NODE_TEST_ENV) go test ./test/node -count=1 -v -timeout 30m || rc=$$?; fi; \
+	if [ -n "$$bg" ]; then \
+		start=$$(date +%s); if wait $$bg; then echo "test-node: the later tiers' tools built (waited $$(( $$(date +%s) - start )) s for the build after the tests)"; \
+		else echo "test-node: building the later tiers' tools failed; their tiers build them again:"; tail -n 20 $(LOCALBIN)/node-background-build.log; fi; \
+	fi; \
+	exit $$rc
 
 ##@ Deployment, image and OLM bundle
 

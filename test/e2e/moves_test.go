@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
@@ -49,7 +48,7 @@ func TestMoveWithoutGap(t *testing.T) {
 	})
 	applyProfile(t, fmt.Sprintf(`{metadata: {name: %s}, spec: {schedulerRef: {name: %s}}}`, mover, sched))
 	moved := time.Now()
-	testutil.Eventually(t, controllers.DefaultUnschedulableTimeout+60*time.Second, "the Scheduler's new revision to be rolled back", func(ctx context.Context) error {
+	testutil.Eventually(t, unschedulableTimeout+60*time.Second, "the Scheduler's new revision to be rolled back", func(ctx context.Context) error {
 		s := &schedulingv1alpha1.Scheduler{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: sched}, s); err != nil {
 			return err

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 	"github.com/schedops/scheduler-profile-operator/scheduler/profile"
 )
@@ -130,7 +129,7 @@ func TestSchedulerHoldsTheNameOfAMemberThatLeft(t *testing.T) {
 	}
 
 	// The new revision is rolled back, to the one with b's entry: c still waits.
-	testutil.Eventually(t, controllers.DefaultUnschedulableTimeout+90*time.Second, "Scheduler "+sched+" to roll back", func(ctx context.Context) error {
+	testutil.Eventually(t, unschedulableTimeout+90*time.Second, "Scheduler "+sched+" to roll back", func(ctx context.Context) error {
 		got := &schedulingv1alpha1.Scheduler{}
 		if err := k8s.Get(ctx, client.ObjectKey{Name: sched}, got); err != nil {
 			return err

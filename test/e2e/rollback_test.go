@@ -12,15 +12,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
-	"github.com/schedops/scheduler-profile-operator/controllers"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
 )
 
 // TestFailedRolloutRollsBack: a change of scheduler.nodeSelector to a label no node has makes a
 // scheduler pod that the cluster cannot place. The old scheduler keeps serving (maxUnavailable 0);
-// the operator waits for the pod to stay Unschedulable for its threshold (60 s by default: a
-// preemption or a new node could still place it), then reports Degraded=RolloutFailed with the
-// pod's reason, and the Deployment is back on the revision that ran available.
+// the operator waits for the pod to stay Unschedulable for its threshold (a minute by default: a
+// preemption or a new node could still place it; unschedulableTimeout here), then reports
+// Degraded=RolloutFailed with the pod's reason, and the Deployment is back on the revision that
+// ran available.
 func TestFailedRolloutRollsBack(t *testing.T) {
 	nodes := makeNodes(t, "rollback", nodeSpec{name: "x", cpus: 8})
 	p := applyProfile(t, `{metadata: {name: e2e-rollback}}`)
@@ -39,15 +39,15 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 
 	applyProfile(t, `{metadata: {name: e2e-rollback}, spec: {scheduler: {nodeSelector: {e2e-no-such-label: "x"}}}}`)
 	changed := time.Now()
-	p = waitCondition(t, p.Name, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed, controllers.DefaultUnschedulableTimeout+60*time.Second)
+	p = waitCondition(t, p.Name, schedulingv1alpha1.ConditionDegraded, metav1.ConditionTrue, schedulingv1alpha1.ReasonRolloutFailed, unschedulableTimeout+60*time.Second)
 	waited := time.Since(changed)
 	t.Logf("Rolled back %s after the change: %s", waited.Round(100*time.Millisecond), p.Status.RolloutFailure)
-	if !contains(p.Status.RolloutFailure, "Unschedulable for 1m0s") || p.Status.FailedRevision == "" || p.Status.FailedRevision == rev1 {
+	if !contains(p.Status.RolloutFailure, "Unschedulable for "+unschedulableTimeout.String()) || p.Status.FailedRevision == "" || p.Status.FailedRevision == rev1 {
 		t.Errorf("failedRevision %q, rolloutFailure %q, conditions %s", p.Status.FailedRevision, p.Status.RolloutFailure, conditions(p))
 	}
 	// Measured from the pod's lastTransitionTime, which has a resolution of one second.
-	if waited < controllers.DefaultUnschedulableTimeout-time.Second {
-		t.Errorf("rolled back %s after the change, before the pod was Unschedulable for %s", waited, controllers.DefaultUnschedulableTimeout)
+	if waited < unschedulableTimeout-time.Second {
+		t.Errorf("rolled back %s after the change, before the pod was Unschedulable for %s", waited, unschedulableTimeout)
 	}
 	testutil.Eventually(t, 30*time.Second, "the Deployment to be back on revision "+rev1, func(ctx context.Context) error {
 		d := &appsv1.Deployment{}

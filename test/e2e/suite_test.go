@@ -26,6 +26,11 @@ import (
 
 const operatorNamespace = operatorenv.Namespace
 
+// unschedulableTimeout is the operator's --rollout-unschedulable-timeout here: the tests that
+// make a scheduler pod no node can take wait for it three times, and the default (a minute,
+// DefaultUnschedulableTimeout, whose use the unit tests check) would make that three minutes.
+const unschedulableTimeout = 30 * time.Second
+
 var (
 	// k8s is an admin client of the local cluster.
 	k8s client.Client
@@ -97,9 +102,11 @@ func setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A stranded pod is deleted after a short grace, for TestAssignmentThroughPolicy.
+	// A stranded pod is deleted after a short grace, for TestAssignmentThroughPolicy; a rollout
+	// whose new pod stays Unschedulable is rolled back after unschedulableTimeout.
 	operatorOptions = controllers.ManagerOptions{Namespace: operatorNamespace, SchedulerImage: operatorenv.SchedulerImage, Webhook: webhook,
-		StrandedPodGrace: 10 * time.Second, StrandedInterval: 2 * time.Second}
+		StrandedPodGrace: 10 * time.Second, StrandedInterval: 2 * time.Second,
+		Rollout: controllers.RolloutThresholds{Unschedulable: unschedulableTimeout}}
 	operatorConfig = cfg
 	if operator, err = framework.Start(cfg, operatorOptions); err != nil {
 		return err

@@ -283,13 +283,15 @@ $(CONTROLLER_GEN):
 # (kubelet, Helm, Karpenter, OLM, promtool), which that lane compiles while the first one runs.
 # Much of a tier's time is waiting (for an apiserver, a rollout, a node), so the two share 2 cores;
 # the real node, the longest tier, goes first so that its waiting overlaps the other lane's work.
-TEST_LANE_OPERATOR := test-unit test-html test-example test-integration test-e2e test-example-e2e
-TEST_LANE_TOOLS := test-node test-autoscaler test-olm test-bundle test-monitoring
+# The install paths (test-bundle) end the first lane: the second, with the real node's tier and
+# the build of the later tools' in it, is the longer one.
+TEST_LANE_OPERATOR := test-unit test-html test-example test-integration test-e2e test-example-e2e test-bundle
+TEST_LANE_TOOLS := test-node test-autoscaler test-olm test-monitoring
 
 # The binaries tiers of both lanes run, built before the lanes start so that two makes never build
-# one file at once (after make demo, there is nothing to build).
+# one file at once (after make demo, only kustomize and the image archive).
 .PHONY: test-binaries
-test-binaries: k8s-binaries build
+test-binaries: k8s-binaries build $(KUSTOMIZE) $(IMAGE_TAR)
 
 # The lanes run by hack/test-tiers.sh, which prints each tier's lane, start and time at the end;
 # the first tier that fails stops make test (make -k runs the rest too) and fails it.

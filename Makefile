@@ -284,7 +284,7 @@ $(CONTROLLER_GEN):
 # Much of a tier's time is waiting (for an apiserver, a rollout, a node), so the two share 2 cores;
 # the real node, the longest tier, goes first so that its waiting overlaps the other lane's work.
 # The install paths (test-bundle) end the first lane: the second, with the real node's tier and
-# the build of the later tools' in it, is the longer one.
+# the later tiers' tools built in it, is the longer one.
 TEST_LANE_OPERATOR := test-unit test-html test-example test-integration test-e2e test-example-e2e test-bundle
 TEST_LANE_TOOLS := test-node test-autoscaler test-olm test-monitoring
 
@@ -301,9 +301,8 @@ test: test-binaries ## Run every test tier, in two lanes at once, and print each
 
 # What the tiers after the real node's in lane 2 build (Karpenter, OLM and opm, the previous
 # release, promtool): make test passes it to that tier, which builds it while its tests run, at the
-# lowest CPU priority, so that the CPU its tests leave while they wait for the node is used (they
-# wait most of their 10 minutes) and the tiers after it start with their tools built. make
-# test-node alone builds none of it.
+# lowest CPU priority, so that the CPU its tests leave while they wait for the node is used and
+# the tiers after it start with their tools built. make test-node alone builds none of it.
 NODE_BACKGROUND_BUILD_TARGETS := $(K8SBIN)/karpenter $(OLM_TOOLS) previous-release $(PROMTOOL)
 test: NODE_BACKGROUND_BUILD = $(NODE_BACKGROUND_BUILD_TARGETS)
 

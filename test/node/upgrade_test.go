@@ -158,7 +158,7 @@ func ownerConditions(ctx context.Context, d *appsv1.Deployment) ([]metav1.Condit
 }
 
 // TestUpgradeWave: two more profiles beside the samples (six schedulers: enough for a wave of one
-// at a time, each of which costs the real node about 10 s); the operator restarted with a new
+// at a time, each of which took 12 to 16 s on the real node); the operator restarted with a new
 // scheduler image that works rolls the schedulers one at a time; with an image that cannot be
 // pulled, then with one whose scheduler crash-loops, the first scheduler is rolled back and the
 // others never leave the image that works; back to the first image, all settle without a rollback.

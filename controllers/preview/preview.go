@@ -453,13 +453,25 @@ func (pv *Previewer) run(ctx context.Context, req Request) (*outcome, bool) {
 	start := time.Now()
 	budget, cancel := context.WithTimeoutCause(ctx, pv.opts.Timeout, context.DeadlineExceeded)
 	defer cancel()
-	res, err := pv.runWorker(budget, req)
+	res, err := pv.simulate(budget, req)
 	if ctx.Err() != nil {
 		return nil, false
 	}
 	o := newOutcome(req.Key, res, err, budget.Err() != nil, pv.opts, start, time.Since(start))
 	log.FromContext(ctx).V(1).Info("Previewed a change", "SchedulerProfile", req.Name, "from", req.Key.From, "to", req.Key.To, "pods", o.status.Pods, "added", o.added)
 	return o, true
+}
+
+// simulate previews req in a worker process (runWorker), unless the cluster has no pod of its
+// scheduler names: then there is nothing to simulate, and no worker is started. A new profile
+// whose pods are not there yet, the common case, costs one list of pods instead of a process that
+// reads the whole cluster and builds two schedulers. When the pods cannot be listed, the worker,
+// which lists them too, says why.
+func (pv *Previewer) simulate(ctx context.Context, req Request) (*simulate.ProfilePreview, error) {
+	if has, err := simulate.HasProfilePods(ctx, pv.client, req.SchedulerNames); err == nil && !has {
+		return simulate.EmptyProfilePreview(req.Running, req.Next), nil
+	}
+	return pv.runWorker(ctx, req)
 }
 
 // newOutcome turns a preview that started at start and took took, with its result or its

@@ -3,9 +3,12 @@ package simulate
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 )
@@ -39,6 +42,41 @@ func PreviewProfile(ctx context.Context, snapshot *Cluster, schedulerNames []str
 		return nil, err
 	}
 	return &ProfilePreview{Preview: p, Total: total}, nil
+}
+
+// EmptyProfilePreview is PreviewProfile's result when schedulerNames have no pods
+// (HasProfilePods): no pod to simulate, so none moved and none unschedulable in either revision.
+func EmptyProfilePreview(running *Profile, next Profile) *ProfilePreview {
+	return &ProfilePreview{Preview: comparePreview(running, nil, next, nil)}
+}
+
+// HasProfilePods tells whether the cluster of client has a pod of schedulerNames that
+// ProfileWorkload would take into the workload: not terminated and not being deleted. It asks the
+// apiserver for those pods only (a field selector on spec.schedulerName), a page at a time, and
+// stops at the first one.
+func HasProfilePods(ctx context.Context, client kubernetes.Interface, schedulerNames []string) (bool, error) {
+	for _, name := range schedulerNames {
+		opts := metav1.ListOptions{Limit: 100, FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("spec.schedulerName", name),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+		).String()}
+		for {
+			pods, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+			if err != nil {
+				return false, fmt.Errorf("listing the pods of scheduler name %q: %w", name, err)
+			}
+			for i := range pods.Items {
+				if p := &pods.Items[i]; p.Spec.SchedulerName == name && !terminated(p) && p.DeletionTimestamp == nil {
+					return true, nil
+				}
+			}
+			if opts.Continue = pods.Continue; opts.Continue == "" {
+				break
+			}
+		}
+	}
+	return false, nil
 }
 
 // ProfileWorkload splits a snapshot into the cluster without the pods of schedulerNames and the

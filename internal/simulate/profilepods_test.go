@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -119,4 +120,46 @@ func twoNodesThreePods() *Cluster {
 		c.Objects = append(c.Objects, p)
 	}
 	return c
+}
+
+// TestEmptyProfilePreview: when the cluster has no pod of the names that the workload would take
+// (pods of another name, a terminated one, one being deleted), HasProfilePods says so and
+// EmptyProfilePreview is what PreviewProfile finds simulating the configurations; a pod of the
+// name that waits makes HasProfilePods true.
+func TestEmptyProfilePreview(t *testing.T) {
+	render := func(p *v1alpha1.SchedulerProfile) Profile { return renderForTest(t, p) }
+	from := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}})
+	to := render(&v1alpha1.SchedulerProfile{ObjectMeta: metav1.ObjectMeta{Name: "sp"}, Spec: v1alpha1.SchedulerProfileSpec{PercentageOfNodesToScore: ptr.To[int32](50)}})
+	of := func(p *corev1.Pod, sched string) *corev1.Pod {
+		p.Namespace, p.Spec.SchedulerName, p.Spec.NodeName = "default", sched, "n1"
+		return p
+	}
+	done := of(pod("done", "1"), "sp")
+	done.Status.Phase = corev1.PodFailed
+	leaving := of(pod("leaving", "1"), "sp")
+	leaving.DeletionTimestamp, leaving.Finalizers = ptr.To(metav1.Now()), []string{"test"}
+	objects := []runtime.Object{node("n1", "a", "4"), of(pod("other", "1"), "default-scheduler"), done, leaving}
+
+	client := fake.NewClientset(objects...)
+	if has, err := HasProfilePods(t.Context(), client, []string{"sp"}); err != nil || has {
+		t.Fatalf("HasProfilePods = %v, %v; want false: no pod of sp that waits or runs", has, err)
+	}
+	for _, running := range []*Profile{nil, &from} {
+		want, err := PreviewProfile(t.Context(), &Cluster{Objects: objects}, []string{"sp"}, running, to, 0, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, EmptyProfilePreview(running, to)); diff != "" {
+			t.Errorf("running %v: EmptyProfilePreview differs from the simulation's (-simulated +empty):\n%s", running != nil, diff)
+		}
+	}
+
+	pending := of(pod("pending", "1"), "sp")
+	pending.Spec.NodeName = ""
+	if _, err := client.CoreV1().Pods("default").Create(t.Context(), pending, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := HasProfilePods(t.Context(), client, []string{"other-name", "sp"}); err != nil || !has {
+		t.Errorf("HasProfilePods = %v, %v with a pending pod of sp; want true", has, err)
+	}
 }

@@ -16,12 +16,12 @@ import (
 
 // TestNodeChurnBuildsNoSchedulers: every node that comes, goes or is relabelled enqueues every
 // profile (their advice reads the nodes), and each dedicated profile's pass validates its
-// configuration. With 25 dedicated profiles settled, 10 node relabels cost fewer than 5
+// configuration. With 100 dedicated profiles settled, 10 node relabels cost fewer than 20
 // schedulers built in all: a pass that meets a configuration it validated before builds none.
 // Before validateDedicatedOnce, every pass built its profile's scheduler again: the relabels
-// cost at least one build per profile (the test wants a pass of each), 25 or more.
+// cost at least one build per profile (the test wants a pass of each), 100 or more.
 func TestNodeChurnBuildsNoSchedulers(t *testing.T) {
-	const profiles, relabels = 25, 10
+	const profiles, relabels = 100, 10
 	k := suiteCluster()
 	k.startOperator(t, cfg)
 	prefix := uniqueName("churn")

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/schedops/scheduler-profile-operator/api/v1alpha1"
@@ -308,6 +309,58 @@ func TestPreviewGatesOnlyChange(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPreviewWithoutPodsStartsNoWorker: a change of a profile that has no pods is previewed
+// without a worker process. The operator's --preview-memory-limit is 1Mi, which kills any worker
+// (TestPreviewGuardRefusesPastABudget); a new profile in Guard mode, no pod of its name, a
+// succeeded pod and a pod of another name in the cluster: its preview is decided (0 pods, nothing
+// incomplete) and it rolls out. Once a pod of its name waits, its next change starts a worker,
+// which runs out of memory, and Guard refuses that change. On main before, the first preview
+// started a worker too, and Guard refused the new profile.
+func TestPreviewWithoutPodsStartsNoWorker(t *testing.T) {
+	k := suiteCluster()
+	k.startOperatorWith(t, func(o *controllers.ManagerOptions) { o.Preview.MemoryLimit = 1 << 20 })
+	name := uniqueName("nopods")
+	for _, p := range []*corev1.Pod{
+		testutil.MakePod(name+"-other", "default").SchedulerName(name + "-other").Obj(),
+		testutil.MakePod(name+"-done", "default").SchedulerName(name).Obj(),
+	} {
+		if err := k.admin.Create(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.admin.Delete(context.Background(), p, client.GracePeriodSeconds(0)) })
+	}
+	done := &corev1.Pod{}
+	if err := k.admin.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name + "-done"}, done); err != nil {
+		t.Fatal(err)
+	}
+	done.Status.Phase = corev1.PodSucceeded
+	if err := k.admin.Status().Update(t.Context(), done); err != nil {
+		t.Fatal(err)
+	}
+	p := testutil.MakeProfile(name).Obj()
+	p.Spec.Rollout.Preview.Mode = schedulingv1alpha1.PreviewGuard
+	k.createProfile(t, p)
+	first := k.waitForRollout(t, name)
+	if pv := first.Status.Preview; pv.To.ConfigHash != first.Status.ConfigHash || pv.Pods != 0 || pv.Incomplete != "" || pv.Failure != "" {
+		t.Fatalf("status.preview = %+v, want a decided preview of 0 pods to %s", pv, first.Status.ConfigHash)
+	}
+
+	pending := testutil.MakePod(name+"-pending", "default").SchedulerName(name).Obj()
+	if err := k.admin.Create(t.Context(), pending); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.admin.Delete(context.Background(), pending, client.GracePeriodSeconds(0)) })
+	k.markDeploymentAvailable(t, name+"-scheduler")
+	k.updateProfile(t, name, func(p *schedulingv1alpha1.SchedulerProfile) {
+		p.Spec.PercentageOfNodesToScore = ptr.To[int32](50)
+	})
+	refused := k.waitForConditions(t, name, configValid,
+		conditionWant{schedulingv1alpha1.ConditionProgressing, metav1.ConditionFalse, schedulingv1alpha1.ReasonPreviewRefused})
+	if pv := refused.Status.Preview; !strings.HasPrefix(pv.Incomplete, "the preview ran out of its memory budget") {
+		t.Errorf("status.preview = %+v, want the worker out of its memory budget", pv)
+	}
 }
 
 // TestPreviewGuardRefusesPastABudget: past a budget of the preview, status.preview.incomplete says

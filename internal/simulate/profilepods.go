@@ -50,10 +50,9 @@ func EmptyProfilePreview(running *Profile, next Profile) *ProfilePreview {
 	return &ProfilePreview{Preview: comparePreview(running, nil, next, nil)}
 }
 
-// HasProfilePods tells whether the cluster of client has a pod of schedulerNames that
-// ProfileWorkload would take into the workload: not terminated and not being deleted. It asks the
-// apiserver for those pods only (a field selector on spec.schedulerName), a page at a time, and
-// stops at the first one.
+// HasProfilePods tells whether the cluster of client has a pod that ProfileWorkload would take
+// into the workload of schedulerNames (inWorkload). It asks the apiserver for those pods only (a
+// field selector on spec.schedulerName), a page at a time, and stops at the first one.
 func HasProfilePods(ctx context.Context, client kubernetes.Interface, schedulerNames []string) (bool, error) {
 	for _, name := range schedulerNames {
 		opts := metav1.ListOptions{Limit: 100, FieldSelector: fields.AndSelectors(
@@ -67,7 +66,7 @@ func HasProfilePods(ctx context.Context, client kubernetes.Interface, schedulerN
 				return false, fmt.Errorf("listing the pods of scheduler name %q: %w", name, err)
 			}
 			for i := range pods.Items {
-				if p := &pods.Items[i]; p.Spec.SchedulerName == name && !terminated(p) && p.DeletionTimestamp == nil {
+				if inWorkload(&pods.Items[i], schedulerNames) {
 					return true, nil
 				}
 			}
@@ -88,7 +87,7 @@ func ProfileWorkload(c *Cluster, schedulerNames []string, maxPods int) (rest *Cl
 	rest, w = &Cluster{}, &Workload{}
 	for _, o := range c.Objects {
 		p, ok := o.(*corev1.Pod)
-		if !ok || !slices.Contains(schedulerNames, p.Spec.SchedulerName) || terminated(p) || p.DeletionTimestamp != nil {
+		if !ok || !inWorkload(p, schedulerNames) {
 			rest.Objects = append(rest.Objects, o)
 			continue
 		}
@@ -103,6 +102,12 @@ func ProfileWorkload(c *Cluster, schedulerNames []string, maxPods int) (rest *Cl
 		w.Pods[i] = p.DeepCopy()
 	}
 	return rest, w, total
+}
+
+// inWorkload tells whether pod p is of the workload of schedulerNames: one of its pods, neither
+// terminated nor being deleted.
+func inWorkload(p *corev1.Pod, schedulerNames []string) bool {
+	return slices.Contains(schedulerNames, p.Spec.SchedulerName) && !terminated(p) && p.DeletionTimestamp == nil
 }
 
 // queueLess orders pods as the default queue sort (PrioritySort) would have found them:

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	admissionregistrationv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	"k8s.io/client-go/util/workqueue"
+	admissiondefaults "k8s.io/kubernetes/pkg/apis/admissionregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,26 +182,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
-// applyPolicy applies one of the objects of assignmentPolicies.
+// applyPolicy applies one of the objects of assignmentPolicies, with the values the apiserver
+// defaults (a policy's match policy and empty selectors, a rule's scope) written out: it keeps
+// them as the operator's fields, which extract reads back, so that without them the live policy
+// never equals the desired one and every pass would patch it again (each patch makes the
+// apiserver type-check every CEL expression of the policy).
 func (r *Reconciler) applyPolicy(ctx context.Context, obj any) error {
 	switch o := obj.(type) {
 	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		admissiondefaults.SetObjectDefaults_MutatingAdmissionPolicy(o)
 		return applyTyped(ctx, r, o, admissionregistrationv1ac.MutatingAdmissionPolicy(o.Name), admissionregistrationv1ac.ExtractMutatingAdmissionPolicy)
 	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		admissiondefaults.SetObjectDefaults_MutatingAdmissionPolicyBinding(o)
 		return applyTyped(ctx, r, o, admissionregistrationv1ac.MutatingAdmissionPolicyBinding(o.Name), admissionregistrationv1ac.ExtractMutatingAdmissionPolicyBinding)
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicy(o)
 		return applyTyped(ctx, r, o, admissionregistrationv1ac.ValidatingAdmissionPolicy(o.Name), admissionregistrationv1ac.ExtractValidatingAdmissionPolicy)
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		admissiondefaults.SetObjectDefaults_ValidatingAdmissionPolicyBinding(o)
 		return applyTyped(ctx, r, o, admissionregistrationv1ac.ValidatingAdmissionPolicyBinding(o.Name), admissionregistrationv1ac.ExtractValidatingAdmissionPolicyBinding)
 	}
 	return fmt.Errorf("no apply of %T", obj)
 }
 
-// applyTyped applies the typed object obj as the apply configuration ac (filled from obj's JSON),
-// reading what schedulingv1alpha1.FieldManager owns of the live object with extract.
+// applyTyped applies the typed object obj as the apply configuration ac (filled from obj's JSON
+// less its status, which is the apiserver's), reading what schedulingv1alpha1.FieldManager owns
+// of the live object with extract.
 func applyTyped[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, obj T, ac A, extract func(T, string) (A, error)) error {
 	data, err := json.Marshal(obj)
 	if err != nil {
+		return fmt.Errorf("encoding %T %s: %w", obj, obj.GetName(), err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return fmt.Errorf("decoding %T %s: %w", obj, obj.GetName(), err)
+	}
+	delete(fields, "status")
+	if data, err = json.Marshal(fields); err != nil {
 		return fmt.Errorf("encoding %T %s: %w", obj, obj.GetName(), err)
 	}
 	if err := json.Unmarshal(data, ac); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/schedops/scheduler-profile-operator/controllers/assignment"
 	"github.com/schedops/scheduler-profile-operator/controllers/plan"
 	"github.com/schedops/scheduler-profile-operator/internal/testutil"
-	"github.com/schedops/scheduler-profile-operator/test/framework"
 )
 
 // TestAssignmentSteadyStateWritesNothing runs assignment's reconciler by hand, through the
@@ -28,16 +27,8 @@ import (
 func TestAssignmentSteadyStateWritesNothing(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
-	mgr := framework.StartManager(t, k.cfg, operatorOptions).Manager
 	var requests testutil.RequestLog
-	c, err := client.New(requests.Wrap(k.cfg), client.Options{
-		Scheme: mgr.GetScheme(),
-		Mapper: mgr.GetRESTMapper(),
-		Cache:  &client.CacheOptions{Reader: mgr.GetCache()},
-	})
-	if err != nil {
-		t.Fatalf("Creating the client: %v", err)
-	}
+	mgr, c := k.cachedClientWithLog(t, &requests)
 	d, err := discovery.NewDiscoveryClientForConfig(k.cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -96,6 +96,22 @@ func TestControllerRollsOutSpecChange(t *testing.T) {
 	k.waitForConditions(t, name, configValid, available, rolledOut, notDegraded)
 }
 
+// cachedClientWithLog starts a manager without controllers and returns it with a client that
+// reads through its cache, as the operator's client does, and records its requests in requests.
+func (k *cluster) cachedClientWithLog(t *testing.T, requests *testutil.RequestLog) (ctrl.Manager, client.WithWatch) {
+	t.Helper()
+	mgr := framework.StartManager(t, k.cfg, operatorOptions).Manager
+	c, err := client.NewWithWatch(requests.Wrap(k.cfg), client.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		Cache:  &client.CacheOptions{Reader: mgr.GetCache()},
+	})
+	if err != nil {
+		t.Fatalf("Creating the client: %v", err)
+	}
+	return mgr, c
+}
+
 // TestControllerSteadyStateWritesNothing runs the reconciler by hand, through the manager's cache
 // as in production, and counts its writes: once the profile's objects and status are settled, a
 // pass makes no write request and emits no event, and no object changes its resourceVersion.
@@ -104,16 +120,8 @@ func TestControllerRollsOutSpecChange(t *testing.T) {
 func TestControllerSteadyStateWritesNothing(t *testing.T) {
 	k := suiteCluster()
 	k.ensureOperatorNamespace(t)
-	mgr := framework.StartManager(t, k.cfg, operatorOptions).Manager
 	var requests testutil.RequestLog
-	base, err := client.NewWithWatch(requests.Wrap(k.cfg), client.Options{
-		Scheme: mgr.GetScheme(),
-		Mapper: mgr.GetRESTMapper(),
-		Cache:  &client.CacheOptions{Reader: mgr.GetCache()},
-	})
-	if err != nil {
-		t.Fatalf("Creating the client: %v", err)
-	}
+	mgr, base := k.cachedClientWithLog(t, &requests)
 	var calls writeLog
 	recorder := events.NewFakeRecorder(100)
 	r := controllers.NewSchedulerProfileReconciler(countWrites(base, &calls), nil, recorder, operatorNamespace, testImage)

@@ -266,7 +266,8 @@ $(OLM_TOOLS) &: hack/tools/olm/go.mod hack/tools/olm/go.sum
 
 # The short-lived tools (Helm, promtool: a few commands a run, each over in seconds) are compiled
 # without optimization (-N -l) in the packages of theirs that nothing else builds (the modules
-# below): a third less compile time where make test compiles most, after make demo. The packages
+# below): a fifth to a quarter less CPU time to compile them (promtool's: 77 and 67 CPU-s instead of
+# 103 and 82), in the part of make test that is bound by the CPU. The packages
 # they share with the operator or another tool keep the default flags, and so stay shared.
 unoptimized = $(foreach p,$(1),-gcflags='$(p)=-N -l')
 HELM_OWN := helm.sh/helm/v4/... github.com/tetratelabs/... github.com/ProtonMail/... github.com/cloudflare/circl/... \
